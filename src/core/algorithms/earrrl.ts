@@ -1,0 +1,66 @@
+import { Rule, REL_SLACK, TIME_SLACK, NEGLIGIBLE, floorRemaining, type RuleConfig } from './common.js';
+
+/**
+ * Earrrl — the Estimated Average Recent Request Rate Limiter, over CEWMA: a continuous exponentially weighted
+ * moving average of the request rate with weight λ·e^(−λ·age), λ = ln 2 / halfLife.
+ *
+ * Each request is an impulse: an infinitely high rate for an instant whose integral is its cost. The CEWMA of an
+ * impulse of size N that happened `age` ago is N·λ·e^(−λ·age), and impulses add, so the whole history can be
+ * folded into one equivalent impulse N at the time T of the last request: on a request at `now`,
+ * N ← cost + N·e^(−λ(now − T)) and T ← now. The estimate *before* a request is N·λ·e^(−λ(now − T)); the request
+ * is limited when that estimate is over limit/per, whatever its own cost (the seed document's semantics).
+ *
+ * A fresh client may therefore send about 1 + (limit/per)/λ requests at once; a client that keeps sending over
+ * the limit never gets a new window: under the default strict accounting every refused attempt is an impulse
+ * too, and it is let back in only once its recent average has fallen under the limit.
+ * State: [n — the equivalent impulse, cost units, t — time of the last update, ms].
+ */
+export class Earrrl extends Rule {
+  readonly stateSize = 2;
+  /** lambda — λ = ln 2 / halfLife, per ms. */
+  private readonly lambda: number;
+  /** threshold — limit/per, cost units per ms. */
+  private readonly threshold: number;
+  /** slack — tolerance of the threshold comparison, cost units per ms. */
+  private readonly slack: number;
+
+  constructor(config: RuleConfig) {
+    super(config);
+    this.lambda = Math.LN2 / config.halfLife;
+    this.threshold = config.limit / config.per;
+    this.slack = this.threshold * (REL_SLACK + this.lambda * TIME_SLACK);
+  }
+
+  /** decayed — the equivalent impulse moved to `now`: N·e^(−λ(now − T)). */
+  private decayed(s: Float64Array, o: number, now: number): number {
+    const age = now - s[o + 1];
+    return age > 0 ? s[o] * Math.exp(-this.lambda * age) : s[o];
+  }
+
+  next(s: Float64Array, o: number, now: number, cost: number, n: Float64Array, no: number): boolean {
+    const d = this.decayed(s, o, now);
+    const estimate = d * this.lambda;
+    const t = s[o + 1];
+    n[no] = cost + d;
+    n[no + 1] = now > t ? now : t;
+    this.rate = estimate * 1000;
+    return estimate <= this.threshold + this.slack;
+  }
+
+  remaining(s: Float64Array, o: number, now: number): number {
+    // The j-th further request sees an impulse of d + j − 1 and is admitted while (d + j − 1)·λ <= threshold.
+    return floorRemaining(this.threshold / this.lambda - this.decayed(s, o, now) + 1, this.slack / this.lambda);
+  }
+
+  wait(s: Float64Array, o: number, now: number): number {
+    const estimate = this.decayed(s, o, now) * this.lambda;
+    if (estimate <= this.threshold + this.slack) return 0;
+    return Math.log(estimate / this.threshold) / this.lambda;
+  }
+
+  resetAfter(s: Float64Array, o: number, now: number): number {
+    const estimate = this.decayed(s, o, now) * this.lambda;
+    const floor = this.threshold * NEGLIGIBLE;
+    return estimate > floor ? Math.log(estimate / floor) / this.lambda : 0;
+  }
+}

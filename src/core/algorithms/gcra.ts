@@ -1,0 +1,51 @@
+import { Rule, REL_SLACK, TIME_SLACK, floorRemaining, type RuleConfig } from './common.js';
+
+/**
+ * Gcra — the generic cell rate algorithm: a single time, the theoretical arrival time (TAT) at which the client
+ * would be back to an empty schedule. Each request pushes TAT by cost·T, where T = per/limit is the emission
+ * interval; it is admitted while the new TAT is no further than τ = burst·T ahead of now (τ is the delay
+ * variation tolerance: how far ahead of its schedule a client may run). A fresh client may send `burst` at once.
+ * It answers as redis-cell's CL.THROTTLE with max_burst = burst − 1 (times here in ms, not rounded to seconds).
+ * State: [tat — theoretical arrival time, ms].
+ */
+export class Gcra extends Rule {
+  readonly stateSize = 1;
+  /** interval — the emission interval T, ms per cost unit. */
+  private readonly interval: number;
+  /** tolerance — τ = burst·T, ms. */
+  private readonly tolerance: number;
+  /** slack — tolerance of comparisons, ms. */
+  private readonly slack: number;
+
+  constructor(config: RuleConfig) {
+    super(config);
+    this.interval = config.per / config.limit;
+    this.tolerance = config.burst * this.interval;
+    this.slack = this.tolerance * REL_SLACK + TIME_SLACK;
+  }
+
+  next(s: Float64Array, o: number, now: number, cost: number, n: Float64Array, no: number): boolean {
+    const tat = s[o] > now ? s[o] : now;
+    const newTat = tat + cost * this.interval;
+    n[no] = newTat;
+    return newTat - now <= this.tolerance + this.slack;
+  }
+
+  remaining(s: Float64Array, o: number, now: number): number {
+    const ahead = s[o] - now;
+    return floorRemaining((this.tolerance - (ahead > 0 ? ahead : 0)) / this.interval, this.slack / this.interval);
+  }
+
+  wait(s: Float64Array, o: number, now: number, cost: number): number {
+    const increment = cost * this.interval;
+    const tat = s[o] > now ? s[o] : now;
+    const over = tat + increment - this.tolerance - now;
+    if (over <= this.slack) return 0;
+    if (increment > this.tolerance + this.slack) return Infinity;
+    return over;
+  }
+
+  resetAfter(s: Float64Array, o: number, now: number): number {
+    return s[o] > now ? s[o] - now : 0;
+  }
+}

@@ -1,0 +1,162 @@
+import { REL_SLACK, floorRemaining, type RuleConfig } from './common.js';
+
+/**
+ * Log — the admitted (or, under strict accounting, attempted) requests of one client, oldest first: a ring of
+ * times and running cost totals, so that the cost in any time window is a difference of two totals found by
+ * binary search. Times never decrease (a request stamped before the newest entry is filed at the newest time),
+ * and requests in the same millisecond share one entry.
+ */
+export class Log {
+  /** times, cums — ring buffers of `cap` entries; entry k (0 = oldest) sits at (head + k) % cap. */
+  private times: Float64Array;
+  private cums: Float64Array;
+  private head = 0;
+  /** size — entries in the log. */
+  size = 0;
+  /** base — the running total before the oldest entry (what the dropped entries summed to). */
+  private base = 0;
+
+  constructor(capacity = 4) {
+    this.times = new Float64Array(capacity);
+    this.cums = new Float64Array(capacity);
+  }
+
+  private at(k: number): number {
+    const i = this.head + k;
+    return i < this.times.length ? i : i - this.times.length;
+  }
+  time(k: number): number {
+    return this.times[this.at(k)];
+  }
+  /** cum — the running total through entry k; cum(−1) is the base. */
+  cum(k: number): number {
+    return k < 0 ? this.base : this.cums[this.at(k)];
+  }
+  /** total — the running total through the newest entry. */
+  get total(): number {
+    return this.cum(this.size - 1);
+  }
+  /** newest — the newest entry's time, or −Infinity when empty. */
+  get newest(): number {
+    return this.size > 0 ? this.time(this.size - 1) : -Infinity;
+  }
+
+  /** firstAfter — index of the oldest entry with time > t (size when none). */
+  firstAfter(t: number): number {
+    let lo = 0;
+    let hi = this.size;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (this.time(mid) > t) hi = mid;
+      else lo = mid + 1;
+    }
+    return lo;
+  }
+
+  /** firstReaching — index of the oldest entry whose running total is >= c (size when none). */
+  firstReaching(c: number): number {
+    let lo = 0;
+    let hi = this.size;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (this.cum(mid) >= c) hi = mid;
+      else lo = mid + 1;
+    }
+    return lo;
+  }
+
+  /** since — the cost filed after time t (the window (t, ∞)). */
+  since(t: number): number {
+    return this.total - this.cum(this.firstAfter(t) - 1);
+  }
+
+  /** push — files `cost` at `now` (at the newest time if the clock stepped back). */
+  push(now: number, cost: number): void {
+    const total = this.total;
+    if (this.size > 0 && now <= this.newest) {
+      this.cums[this.at(this.size - 1)] = total + cost;
+      return;
+    }
+    if (this.size === this.times.length) this.grow();
+    const i = this.at(this.size);
+    this.times[i] = now;
+    this.cums[i] = total + cost;
+    this.size++;
+  }
+
+  /**
+   * trim — drops the entries no rule can look at again: those at or before `before`, and the oldest ones while
+   * the entries newer than them already hold `enough` (any window that reaches back to them is over its limit
+   * through the newer entries alone, and they expire first).
+   */
+  trim(before: number, enough: number): void {
+    const total = this.total;
+    let drop = this.firstAfter(before);
+    while (drop < this.size && total - this.cum(drop) >= enough) drop++;
+    if (drop === 0) return;
+    this.base = this.cum(drop - 1);
+    this.head = this.at(drop);
+    this.size -= drop;
+    if (this.size === 0) {
+      this.head = 0;
+      this.base = 0;
+    }
+  }
+
+  private grow(): void {
+    const n = this.times.length * 2;
+    const times = new Float64Array(n);
+    const cums = new Float64Array(n);
+    for (let k = 0; k < this.size; k++) {
+      times[k] = this.time(k);
+      cums[k] = this.cum(k);
+    }
+    this.times = times;
+    this.cums = cums;
+    this.head = 0;
+  }
+}
+
+/**
+ * SlidingLog — the exact sliding window: admits while the cost in (now − per, now] plus this request's cost is at
+ * most `limit`. Every slidingLog rule of a policy reads one shared {@link Log} (the multi-rule log of the
+ * DomainTools design: 1/s, 20/min, 200/h and 800/day over one list of timestamps), trimmed to what the largest
+ * limit and longest period can still see.
+ */
+export class SlidingLog {
+  private readonly slack: number;
+
+  constructor(readonly config: RuleConfig) {
+    this.slack = config.limit * REL_SLACK;
+  }
+
+  /** used — cost in the window ending at `now`. */
+  used(log: Log, now: number): number {
+    return log.since(now - this.config.per);
+  }
+
+  admits(log: Log, now: number, cost: number): boolean {
+    return this.used(log, now) + cost <= this.config.limit + this.slack;
+  }
+
+  remaining(log: Log, now: number): number {
+    return floorRemaining(this.config.limit - this.used(log, now), this.slack);
+  }
+
+  /**
+   * wait — ms until the window has room for `cost`: the entries have to slide out oldest first until the
+   * running total before the window's first entry reaches total + cost − limit; the last of them to go is
+   * entry k, which leaves the window at time(k) + per.
+   */
+  wait(log: Log, now: number, cost: number): number {
+    const { limit, per } = this.config;
+    if (this.admits(log, now, cost)) return 0;
+    if (cost > limit + this.slack) return Infinity;
+    const k = log.firstReaching(log.total + cost - limit - this.slack);
+    return log.time(k) + per - now;
+  }
+
+  resetAfter(log: Log, now: number): number {
+    return this.used(log, now) > 0 ? log.newest + this.config.per - now : 0;
+  }
+}

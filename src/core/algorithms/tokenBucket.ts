@@ -1,0 +1,67 @@
+import { Rule, REL_SLACK, TIME_SLACK, floorRemaining, type RuleConfig } from './common.js';
+
+/**
+ * TokenBucket — a bucket of `burst` tokens, refilled continuously at limit/per and starting full; a request takes
+ * `cost` tokens and is admitted while there are enough. The state keeps the bucket's *debt* (burst − tokens) so
+ * that an all-zero state is a full bucket. Under strict accounting a denied request takes its tokens too and the
+ * debt may pass `burst`: the client has to stay quiet until it is paid back.
+ * State: [debt — tokens missing from a full bucket, t — time of the last update, ms].
+ */
+export class TokenBucket extends Rule {
+  readonly stateSize = 2;
+  /** perMs — refill rate, tokens per ms. */
+  protected readonly perMs: number;
+  protected readonly slack: number;
+
+  constructor(config: RuleConfig) {
+    super(config);
+    this.perMs = config.limit / config.per;
+    this.slack = config.burst * REL_SLACK + this.perMs * TIME_SLACK;
+  }
+
+  /** debt — the debt at `now`, after the refill since the last update. */
+  protected debt(s: Float64Array, o: number, now: number): number {
+    const elapsed = now - s[o + 1];
+    const d = elapsed > 0 ? s[o] - elapsed * this.perMs : s[o];
+    return d > 0 ? d : 0;
+  }
+
+  next(s: Float64Array, o: number, now: number, cost: number, n: Float64Array, no: number): boolean {
+    const d = this.debt(s, o, now);
+    const t = s[o + 1];
+    n[no] = d + cost;
+    n[no + 1] = now > t ? now : t;
+    return d + cost <= this.config.burst + this.slack;
+  }
+
+  remaining(s: Float64Array, o: number, now: number): number {
+    return floorRemaining(this.config.burst - this.debt(s, o, now), this.slack);
+  }
+
+  wait(s: Float64Array, o: number, now: number, cost: number): number {
+    const burst = this.config.burst;
+    const over = this.debt(s, o, now) + cost - burst;
+    if (over <= this.slack) return 0;
+    if (cost > burst + this.slack) return Infinity;
+    return over / this.perMs;
+  }
+
+  resetAfter(s: Float64Array, o: number, now: number): number {
+    return this.debt(s, o, now) / this.perMs;
+  }
+}
+
+/**
+ * LeakyBucket — the leaky bucket as a meter: a level that drains at limit/per; a request is admitted while
+ * level + cost <= burst and then adds its cost. It admits exactly what a token bucket of the same shape admits;
+ * what it adds is `delay`: how long to hold the request so that requests leave at the smooth rate, as nginx's
+ * limit_req without `nodelay` does (the queue ahead of it, level/rate; nginx's `burst=b` is `burst: b + 1` here).
+ * State: [level — cost units in the bucket, t — time of the last update, ms].
+ */
+export class LeakyBucket extends TokenBucket {
+  override next(s: Float64Array, o: number, now: number, cost: number, n: Float64Array, no: number): boolean {
+    const ok = super.next(s, o, now, cost, n, no);
+    this.delay = (n[no] - cost) / this.perMs;
+    return ok;
+  }
+}

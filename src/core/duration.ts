@@ -1,0 +1,52 @@
+import { RatekeeperError, show } from './errors.js';
+
+/** Duration — milliseconds as a number, or a string such as `'500ms'`, `'10s'`, `'1.5m'`, `'1h'`, `'1d'`, `'1w'`. */
+export type Duration = number | string;
+
+const UNIT_MS: Record<string, number> = {
+  ms: 1, millisecond: 1, milliseconds: 1,
+  s: 1000, sec: 1000, secs: 1000, second: 1000, seconds: 1000,
+  m: 60_000, min: 60_000, mins: 60_000, minute: 60_000, minutes: 60_000,
+  h: 3_600_000, hr: 3_600_000, hrs: 3_600_000, hour: 3_600_000, hours: 3_600_000,
+  d: 86_400_000, day: 86_400_000, days: 86_400_000,
+  w: 604_800_000, week: 604_800_000, weeks: 604_800_000,
+};
+
+const DURATION = /^\s*(\d+(?:\.\d+)?|\.\d+)?\s*([a-z]+)\s*$/i;
+
+/** unitMs — the length of a unit name (`'s'`, `'min'`, `'day'` …) in ms, or undefined when it is not one. */
+export function unitMs(unit: string): number | undefined {
+  return UNIT_MS[unit.toLowerCase()];
+}
+
+/**
+ * parseDuration — a {@link Duration} in ms. A bare unit (`'s'`, `'day'`) means one of it.
+ * Throws, naming `what` and the value, for anything that is not a finite duration > 0.
+ */
+export function parseDuration(value: unknown, what: string): number {
+  let ms: number;
+  if (typeof value === 'number') {
+    ms = value;
+  } else if (typeof value === 'string') {
+    const m = DURATION.exec(value);
+    const unit = m ? unitMs(m[2]) : undefined;
+    if (!m || unit === undefined) {
+      throw new RatekeeperError(`${what} must be a duration like '500ms', '10s', '1m', '1h', '1d' or a number of ms, got ${show(value)}`);
+    }
+    ms = (m[1] === undefined ? 1 : Number(m[1])) * unit;
+  } else {
+    throw new RatekeeperError(`${what} must be a duration like '10s' or a number of ms, got ${show(value)}`);
+  }
+  if (!Number.isFinite(ms) || ms <= 0) {
+    throw new RatekeeperError(`${what} must be a finite duration > 0, got ${show(value)}`);
+  }
+  return ms;
+}
+
+/** formatDuration — the shortest exact form of `ms`: 60000 → `'1m'`, 1500 → `'1500ms'`, 90000 → `'90s'`. */
+export function formatDuration(ms: number): string {
+  for (const [unit, size] of [['d', 86_400_000], ['h', 3_600_000], ['m', 60_000], ['s', 1000]] as const) {
+    if (ms % size === 0) return `${ms / size}${unit}`;
+  }
+  return `${ms}ms`;
+}

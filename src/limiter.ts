@@ -1,0 +1,186 @@
+import type { Clock, Decision, Override } from './core/types.js';
+import type { RuleConfig } from './core/algorithms/common.js';
+import { Policy } from './core/policy.js';
+import { parseRules } from './core/rules.js';
+import { parseDuration, type Duration } from './core/duration.js';
+import { RatekeeperError, show } from './core/errors.js';
+import { MemoryStore } from './stores/memory.js';
+import type { BoundStore, Store } from './stores/types.js';
+
+/** LimiterOptions — a limiter's policy, store and clock. */
+export interface LimiterOptions {
+  /**
+   * rules — the policy: rules decided all-or-nothing, as rule values or one string for {@link parseRules}.
+   * @example [rules.earrrl({ limit: 30, per: '1m', halfLife: '10s' }), rules.slidingLog({ limit: 800, per: '1d' })]
+   * @example '1/s; 20/min; 800/day'
+   */
+  rules: readonly RuleConfig[] | string;
+  /** store — where state lives. @default memoryStore() */
+  store?: Store;
+  /** dryRun — measure and report, change state as if enforced, but always allow. @default false */
+  dryRun?: boolean;
+  /** clock — ms; read once per call unless the call passes `now`. A step back is clamped. @default Date */
+  clock?: Clock;
+}
+
+/** CheckOptions — one request. */
+export interface CheckOptions {
+  /** cost — what the request spends, a finite number >= 0; 0 looks without spending. @default 1 */
+  cost?: number;
+  /** now — the request's time in ms, instead of the clock's (tests, replays). */
+  now?: number;
+}
+
+/** BlockOptions — a manual block. */
+export interface BlockOptions {
+  /** for — how long; without it the block lasts until `unblock`. */
+  for?: Duration;
+  /** reason — reported on every decision the block makes (`blockReason`). */
+  reason?: string;
+}
+
+/** ExemptOptions — an allow-list entry. */
+export interface ExemptOptions {
+  /** for — how long; without it the exemption lasts until `unexempt`. */
+  for?: Duration;
+}
+
+/** MAX_KEY_LENGTH — the longest key accepted, in UTF-16 units: a key is an identifier, not a payload. */
+export const MAX_KEY_LENGTH = 4096;
+
+/**
+ * Limiter — the public façade: validates calls, reads the clock once, and asks the store to decide.
+ * `check` is the hot path; `checkSync` is its synchronous twin for synchronous stores (the memory store).
+ */
+export class Limiter {
+  readonly policy: Policy;
+  readonly store: Store;
+  private readonly bound: BoundStore;
+  private readonly clock: Clock;
+  /** last — the latest time read from the clock; a clock that steps back is clamped to it. */
+  private last = -Infinity;
+
+  constructor(options: LimiterOptions) {
+    if (typeof options !== 'object' || options === null) throw new RatekeeperError(`limiter takes an options object with rules, got ${show(options)}`);
+    const list = typeof options.rules === 'string' ? parseRules(options.rules) : options.rules;
+    this.policy = new Policy({ rules: list, dryRun: options.dryRun });
+    const clock = options.clock ?? { now: Date.now };
+    if (typeof clock !== 'object' || clock === null || typeof clock.now !== 'function') {
+      throw new RatekeeperError(`clock must be an object with a now() method returning ms, got ${show(clock)}`);
+    }
+    this.clock = clock;
+    const store = options.store ?? new MemoryStore();
+    if (typeof store !== 'object' || store === null || typeof (store as Store).attach !== 'function') {
+      throw new RatekeeperError(`store must be a ratekeeper store such as memoryStore() or redisStore({ client }), got ${show(store)}`);
+    }
+    this.store = store;
+    this.bound = store.attach(this.policy);
+  }
+
+  /** check — decides one request of `key` and charges it when admitted. Rejects only on misuse (bad key, cost or now). */
+  check(key: string, options?: CheckOptions): Promise<Decision> {
+    try {
+      const cost = cost_(options);
+      const d = this.bound.evaluate(key_(key), cost, this.time(options));
+      return this.bound.sync ? Promise.resolve(d as Decision) : (d as Promise<Decision>);
+    } catch (e) {
+      return Promise.reject(e);
+    }
+  }
+
+  /** checkSync — `check` without the promise, for synchronous stores. Throws on misuse or an asynchronous store. */
+  checkSync(key: string, options?: CheckOptions): Decision {
+    if (!this.bound.sync) throw new RatekeeperError(`checkSync needs a synchronous store such as memoryStore(); use check() with this one`, 'ERR_ARGUMENT');
+    const cost = cost_(options);
+    return this.bound.evaluate(key_(key), cost, this.time(options)) as Decision;
+  }
+
+  /** peek — the decision a request of `key` would get, charging nothing (a check of cost 0). */
+  peek(key: string, options?: { now?: number }): Promise<Decision> {
+    return this.check(key, { now: options?.now, cost: 0 });
+  }
+
+  /** reset — forgets `key`'s rule state; blocks and exemptions stay. */
+  async reset(key: string): Promise<void> {
+    await this.bound.reset(key_(key));
+  }
+
+  /** block — refuses `key` (for a while, or until `unblock`), charging no rule. The later of block/exempt wins. */
+  async block(key: string, options: BlockOptions = {}): Promise<void> {
+    const k = key_(key);
+    const ms = options.for === undefined ? Infinity : parseDuration(options.for, 'block.for');
+    if (options.reason !== undefined && typeof options.reason !== 'string') {
+      throw new RatekeeperError(`block.reason must be a string, got ${show(options.reason)}`, 'ERR_ARGUMENT');
+    }
+    await this.bound.setOverride(k, { kind: 'block', for: ms, reason: options.reason }, this.overrideTime());
+  }
+
+  /** unblock — lifts `key`'s block, if it has one. */
+  async unblock(key: string): Promise<void> {
+    await this.bound.clearOverride(key_(key), 'block');
+  }
+
+  /** exempt — admits `key` without charging any rule (for a while, or until `unexempt`). The later of block/exempt wins. */
+  async exempt(key: string, options: ExemptOptions = {}): Promise<void> {
+    const k = key_(key);
+    const ms = options.for === undefined ? Infinity : parseDuration(options.for, 'exempt.for');
+    await this.bound.setOverride(k, { kind: 'exempt', for: ms }, this.overrideTime());
+  }
+
+  /** unexempt — lifts `key`'s exemption, if it has one. */
+  async unexempt(key: string): Promise<void> {
+    await this.bound.clearOverride(key_(key), 'exempt' satisfies Override['kind']);
+  }
+
+  /** close — closes the store (connections it owns). */
+  async close(): Promise<void> {
+    await this.store.close?.();
+  }
+
+  /** time — the call's time: its explicit `now`, else the store's own clock, else ours (clamped to never step back). */
+  private time(options: CheckOptions | undefined): number | undefined {
+    const now = options?.now;
+    if (now !== undefined) {
+      if (typeof now !== 'number' || !Number.isFinite(now)) throw new RatekeeperError(`now must be a finite number of ms, got ${show(now)}`, 'ERR_ARGUMENT');
+      return now;
+    }
+    if (this.bound.ownClock) return undefined;
+    return this.tick();
+  }
+
+  private overrideTime(): number | undefined {
+    return this.bound.ownClock ? undefined : this.tick();
+  }
+
+  private tick(): number {
+    const t = this.clock.now();
+    if (t > this.last) this.last = t;
+    return this.last;
+  }
+}
+
+function key_(key: unknown): string {
+  if (typeof key !== 'string' || key.length === 0 || key.length > MAX_KEY_LENGTH) {
+    throw new RatekeeperError(
+      typeof key === 'string'
+        ? `key must be a non-empty string of at most ${MAX_KEY_LENGTH} characters, got one of ${key.length}`
+        : `key must be a non-empty string, got ${show(key)}`,
+      'ERR_ARGUMENT',
+    );
+  }
+  return key;
+}
+
+function cost_(options: CheckOptions | undefined): number {
+  if (options === undefined || options.cost === undefined) return 1;
+  const c = options.cost;
+  if (typeof c !== 'number' || !(c >= 0) || c === Infinity) {
+    throw new RatekeeperError(`cost must be a finite number >= 0, got ${show(c)}`, 'ERR_ARGUMENT');
+  }
+  return c;
+}
+
+/** limiter — makes a {@link Limiter}. Bad configuration throws here, naming the rule, field and value. */
+export function limiter(options: LimiterOptions): Limiter {
+  return new Limiter(options);
+}
