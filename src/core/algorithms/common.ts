@@ -20,11 +20,12 @@ export interface RuleConfig {
 
 /**
  * REL_SLACK, TIME_SLACK — the tolerance of every comparison against a limit: 1e-9 of the limit plus what the
- * state moves in 1 µs. Float arithmetic on epoch-ms times is exact to about 0.2 µs, so without it the exact
- * `retryAfter` could land a rounding error short of the limit. It never admits a whole extra request.
+ * state moves in 10 µs. A float epoch-ms time is exact to about 0.24 µs, and a GCRA TAT pushed by a
+ * non-representable emission interval gathers such errors step by step; without the slack the exact `retryAfter`
+ * could land a rounding error short of the limit. It admits at most 10 µs early, never a whole extra request.
  */
 export const REL_SLACK = 1e-9;
-export const TIME_SLACK = 1e-3;
+export const TIME_SLACK = 1e-2;
 
 /**
  * NEGLIGIBLE — the fraction of the limit below which a decaying estimate (earrrl, exponential) counts as gone:

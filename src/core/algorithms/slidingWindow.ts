@@ -1,4 +1,4 @@
-import { Rule, REL_SLACK, floorRemaining, type RuleConfig } from './common.js';
+import { Rule, REL_SLACK, TIME_SLACK, floorRemaining, type RuleConfig } from './common.js';
 
 /**
  * SlidingWindow — the sliding window counter (Cloudflare's approximation): the previous window's count, weighted
@@ -15,6 +15,8 @@ export class SlidingWindow extends Rule {
   private prev = 0;
   private curr = 0;
   private start = 0;
+  /** tolerance — of the limit comparison as of the last roll(), cost units. */
+  private tolerance = 0;
 
   constructor(config: RuleConfig) {
     super(config);
@@ -38,6 +40,8 @@ export class SlidingWindow extends Rule {
     this.prev = prev;
     this.curr = curr;
     this.start = start;
+    // the estimate falls by prev/per per ms as the previous window slides out: allow what it moves in TIME_SLACK
+    this.tolerance = this.slack + (prev / per) * TIME_SLACK;
     return prev * (1 - (now - start) / per) + curr;
   }
 
@@ -46,16 +50,17 @@ export class SlidingWindow extends Rule {
     n[no] = this.prev;
     n[no + 1] = this.curr + cost;
     n[no + 2] = this.start;
-    return estimate + cost <= this.config.limit + this.slack;
+    return estimate + cost <= this.config.limit + this.tolerance;
   }
 
   remaining(s: Float64Array, o: number, now: number): number {
-    return floorRemaining(this.config.limit - this.roll(s, o, now), this.slack);
+    const estimate = this.roll(s, o, now);
+    return floorRemaining(this.config.limit - estimate, this.tolerance);
   }
 
   wait(s: Float64Array, o: number, now: number, cost: number): number {
     const { limit, per } = this.config;
-    if (this.roll(s, o, now) + cost <= limit + this.slack) return 0;
+    if (this.roll(s, o, now) + cost <= limit + this.tolerance) return 0;
     if (cost > limit + this.slack) return Infinity;
     const { prev, curr, start } = this;
     const room = limit - cost - curr;

@@ -1,0 +1,186 @@
+/**
+ * Invariants, checked with fast-check over random histories of (gap, cost) with explicit times.
+ */
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import fc from 'fast-check';
+import { limiter, rules, type RuleConfig, type Decision } from '../../src/index.js';
+
+type Step = { gap: number; cost: number };
+const step = (maxGap: number, costs: number[]) =>
+  fc.record({ gap: fc.oneof(fc.constant(0), fc.integer({ min: 0, max: maxGap })), cost: fc.constantFrom(...costs) });
+const history = (maxGap: number, costs = [1, 1, 1, 2, 0.5], max = 60) => fc.array(step(maxGap, costs), { minLength: 1, maxLength: max });
+
+const T0 = 1_700_000_000_000;
+
+/** replay — runs steps through a fresh limiter; returns the decisions and their times. */
+function replay(ruleList: RuleConfig[], steps: Step[], key = 'k') {
+  const lim = limiter({ rules: ruleList });
+  let t = T0;
+  const out: { t: number; cost: number; d: Decision }[] = [];
+  for (const s of steps) {
+    t += s.gap;
+    out.push({ t, cost: s.cost, d: lim.checkSync(key, { now: t, cost: s.cost }) });
+  }
+  return { lim, out, t };
+}
+
+const everyRule = (limit: number, per: number, accounting: 'leaky' | 'strict'): RuleConfig[] => [
+  rules.fixedWindow({ limit, per, accounting }),
+  rules.slidingWindow({ limit, per, accounting }),
+  rules.slidingLog({ limit, per, accounting }),
+  rules.tokenBucket({ limit, per, burst: Math.max(1, Math.ceil(limit / 2)), accounting }),
+  rules.leakyBucket({ limit, per, accounting }),
+  rules.gcra({ limit, per, burst: Math.max(1, Math.ceil(limit / 3)), accounting }),
+  rules.earrrl({ limit, per, halfLife: per / 2, accounting }),
+  rules.exponential({ limit, per, accounting }),
+];
+
+describe('properties', () => {
+  it('slidingLog never admits more than limit in any window of per; fixedWindow never in an aligned window', () => {
+    fc.assert(fc.property(history(400), fc.integer({ min: 1, max: 8 }), fc.constantFrom<'leaky' | 'strict'>('leaky', 'strict'), (steps, limit, accounting) => {
+      const per = 1000;
+      for (const rule of [rules.slidingLog({ limit, per, accounting }), rules.fixedWindow({ limit, per, accounting })]) {
+        const admitted = replay([rule], steps).out.filter((x) => x.d.allowed && x.cost > 0);
+        for (const a of admitted) {
+          const inWindow = rule.algorithm === 'slidingLog'
+            ? admitted.filter((b) => b.t > a.t - per && b.t <= a.t)
+            : admitted.filter((b) => Math.floor(b.t / per) === Math.floor(a.t / per));
+          const sum = inWindow.reduce((s, b) => s + b.cost, 0);
+          assert.ok(sum <= limit + 1e-9, `${rule.algorithm}: ${sum} admitted in one window of limit ${limit}`);
+        }
+      }
+    }), { numRuns: 150 });
+  });
+
+  it('tokenBucket and gcra never admit more than burst + elapsed·rate in any interval', () => {
+    fc.assert(fc.property(history(300), fc.integer({ min: 1, max: 6 }), fc.integer({ min: 1, max: 6 }), (steps, limit, burst) => {
+      const per = 1000;
+      for (const rule of [rules.tokenBucket({ limit, per, burst }), rules.gcra({ limit, per, burst })]) {
+        const admitted = replay([rule], steps).out.filter((x) => x.d.allowed);
+        for (let i = 0; i < admitted.length; i++) {
+          let sum = 0;
+          for (let j = i; j < admitted.length; j++) {
+            sum += admitted[j].cost;
+            const bound = burst + ((admitted[j].t - admitted[i].t) * limit) / per;
+            assert.ok(sum <= bound + 1e-6, `${rule.algorithm}: ${sum} > ${bound}`);
+          }
+        }
+      }
+    }), { numRuns: 150 });
+  });
+
+  it('tokenBucket and gcra of the same shape give the same decisions', () => {
+    fc.assert(fc.property(history(500, [1, 2, 3, 0.25]), fc.integer({ min: 1, max: 10 }), fc.integer({ min: 1, max: 10 }), fc.constantFrom<'leaky' | 'strict'>('leaky', 'strict'), (steps, limit, burst, accounting) => {
+      const a = replay([rules.tokenBucket({ limit, per: '1s', burst, accounting })], steps).out;
+      const b = replay([rules.gcra({ limit, per: '1s', burst, accounting })], steps).out;
+      a.forEach((x, i) => {
+        assert.equal(x.d.allowed, b[i].d.allowed, `step ${i}`);
+        assert.equal(x.d.remaining, b[i].d.remaining, `step ${i} remaining`);
+        assert.ok(Math.abs(x.d.retryAfter - b[i].d.retryAfter) < 1e-2 || x.d.retryAfter === b[i].d.retryAfter, `step ${i} retryAfter (within the 10 µs of epoch-ms rounding)`);
+      });
+    }), { numRuns: 200 });
+  });
+
+  it('retryAfter is exact: the same request is refused 1 ms before it and admitted at it (every algorithm, both accountings)', () => {
+    fc.assert(fc.property(history(700), fc.integer({ min: 1, max: 6 }), fc.constantFrom<'leaky' | 'strict'>('leaky', 'strict'), fc.integer({ min: 0, max: 7 }), (steps, limit, accounting, which) => {
+      const rule = everyRule(limit, 1000, accounting)[which];
+      const { out } = replay([rule], steps);
+      const i = out.findIndex((x) => !x.d.allowed && x.cost > 0);
+      if (i < 0) return;
+      const denied = out[i];
+      const upTo = steps.slice(0, i + 1);
+      const retry = denied.d.retryAfter;
+      if (retry === Infinity) return;
+      assert.ok(retry > 0, 'a refusal waits');
+      if (retry >= 1) {
+        const early = replay([rule], upTo);
+        assert.equal(early.lim.checkSync('k', { now: denied.t + retry - 1, cost: denied.cost }).allowed, false, `${rule.algorithm}: admitted 1 ms before retryAfter ${retry}`);
+      }
+      const onTime = replay([rule], upTo);
+      assert.equal(onTime.lim.checkSync('k', { now: denied.t + retry, cost: denied.cost }).allowed, true, `${rule.algorithm}: refused at retryAfter ${retry}`);
+    }), { numRuns: 400 });
+  });
+
+  it('a multi-rule retryAfter is exact too, with strict and leaky rules mixed', () => {
+    fc.assert(fc.property(history(400), fc.constantFrom<'leaky' | 'strict'>('leaky', 'strict'), (steps, accounting) => {
+      const policy = [rules.gcra({ limit: 2, per: '1s', accounting }), rules.slidingLog({ limit: 5, per: '5s' }), rules.exponential({ limit: 4, per: '2s', accounting: 'strict' })];
+      const { out } = replay(policy, steps);
+      const i = out.findIndex((x) => !x.d.allowed && x.cost > 0);
+      if (i < 0 || out[i].d.retryAfter === Infinity) return;
+      const { t, cost, d } = out[i];
+      const upTo = steps.slice(0, i + 1);
+      if (d.retryAfter >= 1) assert.equal(replay(policy, upTo).lim.checkSync('k', { now: t + d.retryAfter - 1, cost }).allowed, false);
+      assert.equal(replay(policy, upTo).lim.checkSync('k', { now: t + d.retryAfter, cost }).allowed, true);
+    }), { numRuns: 200 });
+  });
+
+  it('cost 0 never changes state (peeks anywhere between requests change no later decision)', () => {
+    const peek = fc.record({ after: fc.integer({ min: 0, max: 59 }), frac: fc.double({ min: 0, max: 1, noNaN: true }) });
+    fc.assert(fc.property(history(500), fc.array(peek, { maxLength: 20 }), fc.integer({ min: 0, max: 7 }), fc.constantFrom<'leaky' | 'strict'>('leaky', 'strict'), (steps, peeks, which, accounting) => {
+      const rule = everyRule(3, 1000, accounting)[which];
+      let t = T0;
+      const times = steps.map((s) => (t += s.gap));
+      const plain = limiter({ rules: [rule] });
+      const peeked = limiter({ rules: [rule] });
+      steps.forEach((s, i) => {
+        const a = plain.checkSync('k', { now: times[i], cost: s.cost });
+        const b = peeked.checkSync('k', { now: times[i], cost: s.cost });
+        assert.deepEqual([b.allowed, b.remaining, b.retryAfter, b.resetAfter], [a.allowed, a.remaining, a.retryAfter, a.resetAfter], `${rule.algorithm} step ${i}`);
+        const next = i + 1 < steps.length ? times[i + 1] : times[i] + 1000;
+        for (const p of peeks) if (p.after === i) peeked.checkSync('k', { now: times[i] + p.frac * (next - times[i]), cost: 0 });
+      });
+    }), { numRuns: 200 });
+  });
+
+  it('all-or-nothing: under leaky accounting a refused request changes nothing, whichever rule refused it', () => {
+    fc.assert(fc.property(history(300), (steps) => {
+      const policy = [rules.tokenBucket({ limit: 3, per: '1s' }), rules.slidingLog({ limit: 5, per: '3s' }), rules.fixedWindow({ limit: 4, per: '2s' }), rules.exponential({ limit: 3, per: '1s', name: 'exp' })];
+      const { out } = replay(policy, steps);
+      // Dropping every refused request from the history leaves every decision of the admitted ones unchanged.
+      const admittedOnly = steps.map((s, i) => ({ s, i })).filter(({ i }) => out[i].d.allowed);
+      let t = T0;
+      const lim = limiter({ rules: policy });
+      let k = 0;
+      for (let i = 0; i < steps.length; i++) {
+        t += steps[i].gap;
+        if (admittedOnly[k]?.i !== i) continue;
+        k++;
+        const d = lim.checkSync('k', { now: t, cost: steps[i].cost });
+        assert.equal(d.allowed, true, `step ${i} was admitted with the refusals in the history, and must be without them`);
+        assert.deepEqual(d.rules.map((r) => r.remaining), out[i].d.rules.map((r) => r.remaining), `step ${i}: the refusals consumed something`);
+      }
+    }), { numRuns: 200 });
+  });
+
+  it('a clock step backwards never admits more than staying at the latest time', () => {
+    fc.assert(fc.property(history(600), fc.integer({ min: 1, max: 5000 }), fc.integer({ min: 0, max: 7 }), fc.constantFrom<'leaky' | 'strict'>('leaky', 'strict'), (steps, back, which, accounting) => {
+      const rule = everyRule(4, 1000, accounting)[which];
+      const a = replay([rule], steps);
+      const b = replay([rule], steps);
+      const atLatest = a.lim.checkSync('k', { now: a.t });
+      const stepped = b.lim.checkSync('k', { now: b.t - back });
+      assert.ok(!stepped.allowed || atLatest.allowed, `${rule.algorithm}: admitted after stepping back ${back} ms but not at the latest time`);
+      assert.ok(stepped.remaining <= atLatest.remaining, `${rule.algorithm}: more remaining after stepping back`);
+      // and counting the next requests at the latest time too, the stepped-back history admits no more
+      let admittedA = atLatest.allowed ? 1 : 0;
+      let admittedB = stepped.allowed ? 1 : 0;
+      for (let i = 0; i < 3; i++) {
+        if (a.lim.checkSync('k', { now: a.t }).allowed) admittedA++;
+        if (b.lim.checkSync('k', { now: b.t }).allowed) admittedB++;
+      }
+      assert.ok(admittedB <= admittedA, `${rule.algorithm}: ${admittedB} admitted after a step back, ${admittedA} without`);
+    }), { numRuns: 300 });
+  });
+
+  it('the façade clamps a clock that steps back', () => {
+    let now = 10_000;
+    const lim = limiter({ rules: [rules.fixedWindow({ limit: 1, per: '1s' })], clock: { now: () => now } });
+    assert.equal(lim.checkSync('k').allowed, true);
+    now = 9_000; // an NTP step back into the previous window
+    assert.equal(lim.checkSync('k').allowed, false, 'the earlier window must not open again');
+    now = 11_000;
+    assert.equal(lim.checkSync('k').allowed, true);
+  });
+});
+
