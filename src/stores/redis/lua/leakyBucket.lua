@@ -1,0 +1,12 @@
+--[[
+leakyBucket.lua — the twin of LeakyBucket in src/core/algorithms/tokenBucket.ts: a token bucket whose next() also
+reports delay (ms). Needs tokenBucket.lua before it in the composed script; a module (no KEYS or ARGV of its own).
+State s[o+1..o+2]: level — cost units in the bucket; t — time of the last update, ms since the epoch.
+]]
+local leakyBucket = {}
+
+function leakyBucket.new(r)
+  tokenBucket.new(r)
+  r.next = tokenBucket.leaky_next
+  return r
+end
