@@ -1,0 +1,68 @@
+import { mkdir, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { figureSpec, type VegaLiteSpec } from './figures.js';
+import { resultCsv } from './output.js';
+import { renderSvg } from './plot.js';
+import { replay, type LimiterSpec, type ReplayResult } from './replay.js';
+import type { Figure, Marker, Scenario } from './scenarios.js';
+import { describe, summarize, type KeySummary } from './summary.js';
+import type { Trace, TrueRate } from './trace.js';
+
+/** SimulationInput — a trace, what to replay it through, and how to plot it (a scenario, or a custom trace). */
+export interface SimulationInput {
+  /** name — the output files' base name. */
+  name: string;
+  title: string;
+  trace: Trace;
+  truth?: readonly TrueRate[];
+  limiters: readonly LimiterSpec[];
+  /** sampleEvery, from, until — ms, see ReplayOptions. */
+  sampleEvery: number;
+  from?: number;
+  until?: number;
+  figures: readonly Figure[];
+  markers?: readonly Marker[];
+  /** showLimit — draw the limit on the estimate panels. @default true */
+  showLimit?: boolean;
+  /** origin — ms subtracted from the plot's times. @default 0 */
+  origin?: number;
+}
+
+/** Simulation — a replay, its summary and the specification of its plot. */
+export interface Simulation {
+  name: string;
+  result: ReplayResult;
+  summaries: KeySummary[];
+  /** lines — the summary for people. */
+  lines: string[];
+  spec: VegaLiteSpec;
+}
+
+/** fromScenario — the input of a built-in scenario. */
+export function fromScenario(s: Scenario): SimulationInput {
+  return {
+    name: s.name, title: s.title, trace: s.generated.trace, truth: s.generated.truth, limiters: s.limiters,
+    sampleEvery: s.sampleEvery, from: s.from, until: s.until, figures: s.figures, markers: s.markers,
+    showLimit: s.name === 'abuser',
+  };
+}
+
+/** simulate — replays the input and builds its summary and plot specification (no I/O). */
+export function simulate(input: SimulationInput): Simulation {
+  const result = replay(input.trace, { limiters: input.limiters, sampleEvery: input.sampleEvery, from: input.from, until: input.until });
+  const summaries = summarize(result);
+  const spec = figureSpec(result, {
+    title: input.title, figures: input.figures, truth: input.truth, markers: input.markers, showLimit: input.showLimit, origin: input.origin,
+  });
+  return { name: input.name, result, summaries, lines: describe(summaries), spec };
+}
+
+/** writeSimulation — writes `<name>.csv` and `<name>.svg` into `dir` (created if missing); returns their paths. */
+export async function writeSimulation(sim: Simulation, dir: string): Promise<{ csv: string; svg: string }> {
+  const svg = await renderSvg(sim.spec);
+  await mkdir(dir, { recursive: true });
+  const paths = { csv: join(dir, `${sim.name}.csv`), svg: join(dir, `${sim.name}.svg`) };
+  await writeFile(paths.csv, resultCsv(sim.result));
+  await writeFile(paths.svg, svg);
+  return paths;
+}
