@@ -1,0 +1,104 @@
+import { createHash } from 'node:crypto';
+import { serializeList, type Item, type Parameters } from 'structured-headers';
+import type { Decision, RuleOutcome } from '../core/types.js';
+import type { RuleConfig } from '../core/algorithms/common.js';
+
+/**
+ * QuotaUnit — the `qu` parameter of RateLimit-Policy (draft-ietf-httpapi-ratelimit-headers, RateLimit Quota
+ * Units registry): what a rule's `limit` counts. `'requests'` is the draft's default and is not written.
+ */
+export type QuotaUnit = 'requests' | 'content-bytes' | 'concurrent-requests';
+
+/** MAX_INTEGER — the largest Integer a structured field may carry (RFC 9651 §3.3.1). */
+const MAX_INTEGER = 999_999_999_999_999;
+
+/** seconds — ms as whole seconds, rounded up (delay-seconds), or undefined when never (Infinity). */
+export function seconds(ms: number): number | undefined {
+  if (!(ms < Infinity)) return undefined;
+  const s = Math.ceil(ms / 1000);
+  return s > 0 ? Math.min(s, MAX_INTEGER) : 0;
+}
+
+function integer(n: number): number {
+  if (!(n > 0)) return 0;
+  return n >= MAX_INTEGER ? MAX_INTEGER : Math.floor(n);
+}
+
+/**
+ * policyItems — one Quota Policy Item per rule: `"name";q=<limit>;w=<per in s>` (+ `qu`, `pk`).
+ * `q` is the rule's limit rounded down (the draft wants an Integer); `w` is written only when `per` is a whole
+ * number of seconds (the draft has no sub-second windows, and rounding would misstate the rate).
+ */
+export function policyItems(rules: readonly RuleConfig[], unit: QuotaUnit | undefined, pk?: Uint8Array): Item[] {
+  return rules.map((r) => {
+    const p: Parameters = new Map();
+    p.set('q', integer(r.limit));
+    if (unit !== undefined && unit !== 'requests') p.set('qu', unit);
+    if (r.per % 1000 === 0) p.set('w', Math.min(r.per / 1000, MAX_INTEGER));
+    if (pk !== undefined) p.set('pk', pk);
+    return [r.name, p];
+  });
+}
+
+/** policyField — the RateLimit-Policy field value for a policy. */
+export function policyField(rules: readonly RuleConfig[], unit: QuotaUnit | undefined, pk?: Uint8Array): string {
+  return serializeList(policyItems(rules, unit, pk));
+}
+
+/**
+ * limitItems — one Service Limit Item per rule: `"name";r=<remaining>;t=<s>`.
+ * `r` is what the rule would still admit now (0 for every rule of a block). `t`, the effective window, is the
+ * rule's wait when the rule refused the request (nothing more is available before then) and its reset time
+ * otherwise (when it is back to a fresh client's quota); it is left out when infinite.
+ */
+export function limitItems(d: Decision, pk?: Uint8Array): Item[] {
+  const blocked = d.reason === 'blocked' || (d.reason === 'dry-run' && d.rules.every((r) => r.allowed));
+  const out = new Array<Item>(d.rules.length);
+  for (let i = 0; i < d.rules.length; i++) {
+    const r: RuleOutcome = d.rules[i];
+    const p: Parameters = new Map();
+    if (blocked) {
+      p.set('r', 0);
+      const t = seconds(d.retryAfter);
+      if (t !== undefined) p.set('t', t);
+    } else {
+      p.set('r', integer(r.remaining));
+      const t = seconds(r.allowed ? r.resetAfter : r.retryAfter);
+      if (t !== undefined) p.set('t', t);
+    }
+    if (pk !== undefined) p.set('pk', pk);
+    out[i] = [r.name, p];
+  }
+  return out;
+}
+
+/** limitField — the RateLimit field value for a decision. */
+export function limitField(d: Decision, pk?: Uint8Array): string {
+  return serializeList(limitItems(d, pk));
+}
+
+/**
+ * partitionKey — the `pk` of a client key: the first 12 bytes of its SHA-256, so the field names the partition
+ * without disclosing the key (an IP address, a user id).
+ */
+export function partitionKey(key: string): Uint8Array {
+  return createHash('sha256').update(key).digest().subarray(0, 12);
+}
+
+/** violated — the names of the rules that refused the request (the problem's `violated-policies`). */
+export function violated(d: Decision): string[] {
+  const out: string[] = [];
+  for (const r of d.rules) if (!r.allowed) out.push(r.name);
+  return out;
+}
+
+/** PROBLEM_BASE — the HTTP Problem Types registry the draft registers its types in. */
+export const PROBLEM_BASE = 'https://iana.org/assignments/http-problem-types#';
+
+/**
+ * problem — an `application/problem+json` body (RFC 9457). `quota-exceeded` and `abnormal-usage-detected` are
+ * the draft's problem types, with its `violated-policies` extension member.
+ */
+export function problem(type: 'quota-exceeded' | 'abnormal-usage-detected' | 'about:blank', status: number, title: string, extra?: Record<string, unknown>): string {
+  return JSON.stringify({ type: type === 'about:blank' ? type : PROBLEM_BASE + type, title, status, ...extra });
+}

@@ -1,0 +1,69 @@
+/**
+ * ratekeeper/hono — Hono middleware on Web-standard Request/Response: Node (@hono/node-server), Bun, Deno and
+ * edge runtimes. Imports nothing from Hono at run time.
+ * @example
+ * app.use('/api/*', rateLimit({ rules: '100/min', key: (c) => c.req.header('x-api-key') ?? 'anonymous' }));
+ */
+import type { Context, MiddlewareHandler } from 'hono';
+import type { Decision } from '../core/types.js';
+import { RateLimitCore, LIST_FIELDS, PROBLEM_TYPE, hold, type Facts, type RateLimitOptions } from './core.js';
+
+export * from './core.js';
+export * from './headers.js';
+export { clientKeyDeriver, type KeyDeriver } from './keys.js';
+
+/** HonoRateLimitOptions — {@link RateLimitOptions} plus Hono's own. */
+export interface HonoRateLimitOptions extends RateLimitOptions<Context> {
+  /**
+   * peer — the peer address of a request. The default reads it where each runtime puts it: @hono/node-server's
+   * `c.env.incoming.socket`, Bun's `c.env.requestIP()`, Deno's `c.env.remoteAddr` (when the server is started
+   * with `Deno.serve(app.fetch)`, `(req, info) => app.fetch(req, info)`…). On runtimes without one (edge
+   * workers), give `key` instead: without an address every request is a limiter error (see onLimiterError).
+   */
+  peer?: (c: Context) => string | undefined;
+  /** onLimited — the response to a refused request instead of the default 429 problem+json; headers are already set on `c`. */
+  onLimited?: (c: Context, decision: Decision) => Response | Promise<Response>;
+}
+
+/** defaultPeer — the peer address from the runtime's environment object, if it exposes one. */
+export function defaultPeer(c: Context): string | undefined {
+  const env = c.env as Record<string, unknown> | undefined;
+  if (env === undefined || env === null || typeof env !== 'object') return undefined;
+  const incoming = env.incoming as { socket?: { remoteAddress?: string } } | undefined; // @hono/node-server
+  if (incoming?.socket?.remoteAddress !== undefined) return incoming.socket.remoteAddress;
+  const requestIP = env.requestIP as ((r: Request) => { address?: string } | null) | undefined; // Bun.serve
+  if (typeof requestIP === 'function') return requestIP.call(env, c.req.raw)?.address ?? undefined;
+  const remote = env.remoteAddr as { hostname?: string } | undefined; // Deno.serve's ServeHandlerInfo
+  return remote?.hostname;
+}
+
+declare module 'hono' {
+  interface ContextVariableMap {
+    /** rateLimit — ratekeeper's decision for this request (unset when skipped or on a limiter error). */
+    rateLimit: Decision;
+  }
+}
+
+/**
+ * rateLimit — Hono middleware: decides the request, sets the headers on the context, then awaits `next()`
+ * (after the shaping delay, if any) or returns a 429/503 response. The decision is `c.get('rateLimit')`.
+ */
+export function rateLimit(options: HonoRateLimitOptions): MiddlewareHandler {
+  const peer = options.peer ?? defaultPeer;
+  const facts: Facts<Context> = { peer, header: (c, name) => c.req.header(name) };
+  const { peer: _p, onLimited, ...rest } = options;
+  const core = new RateLimitCore<Context>(rest, facts);
+  return async (c, next) => {
+    const v = await core.evaluate(c);
+    if (v.decision !== undefined) c.set('rateLimit', v.decision);
+    for (const [name, value] of v.headers) c.header(name, value, LIST_FIELDS.has(name.toLowerCase()) ? { append: true } : undefined);
+    if (v.kind === 'pass') {
+      if (v.delay > 0) await hold(v.delay);
+      await next();
+      return;
+    }
+    if (v.kind === 'limited' && onLimited !== undefined) return onLimited(c, v.decision as Decision);
+    c.header('Content-Type', PROBLEM_TYPE);
+    return c.body(v.body ?? '', v.status as 429 | 503);
+  };
+}
