@@ -3,6 +3,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { Policy } from '../../core/policy.js';
 import type { Algorithm } from '../../core/types.js';
+import { NEGLIGIBLE, REL_SLACK, TIME_SLACK } from '../../core/algorithms/common.js';
 
 /**
  * LUA_DIR — where the .lua files are at run time: beside this file when it runs from source, else in src/ of the
@@ -22,6 +23,11 @@ export function lua(name: string): string {
     cache.set(name, text);
   }
   return text;
+}
+
+/** constants — the core's tolerances, as exact Lua literals, written before common.lua. */
+function constants(): string {
+  return `local REL_SLACK, TIME_SLACK, NEGLIGIBLE = ${luaNumber(REL_SLACK)}, ${luaNumber(TIME_SLACK)}, ${luaNumber(NEGLIGIBLE)}`;
 }
 
 /** Script — one Lua script and its SHA1, the name EVALSHA calls it by. */
@@ -68,7 +74,7 @@ export function policyScript(policy: Policy): Script {
     return `  ${r.algorithm}.new({ ${fields.join(', ')} }),`;
   });
   if (offset !== policy.stateSize) throw new Error(`ratekeeper/redis: state layout ${offset} differs from the policy's ${policy.stateSize}`);
-  const constants = [
+  const layout = [
     `-- The policy: ${policy.rules.map((r) => `${r.name} (${r.algorithm}, ${r.accounting})`).join('; ')}`,
     `local STATE_SIZE = ${policy.stateSize}`,
     `local STATE_FMT = '<${'d'.repeat(policy.stateSize)}'`,
@@ -80,7 +86,7 @@ export function policyScript(policy: Policy): Script {
     ...rules,
     '}',
   ].join('\n');
-  return new Script([lua('common'), ...files.map(lua), constants, lua('policy')].join('\n'));
+  return new Script([constants(), lua('common'), ...files.map(lua), layout, lua('policy')].join('\n'));
 }
 
 /** stateSizeOf — numbers of state per client of an algorithm, as the core's rules keep them (slidingLog: in the log). */
@@ -94,7 +100,7 @@ function stateSizeOf(a: Algorithm): number {
 }
 
 /** overrideScript, unoverrideScript — block/exempt and unblock/unexempt. */
-export const overrideScript = (): Script => new Script([lua('common'), lua('override')].join('\n'));
+export const overrideScript = (): Script => new Script([constants(), lua('common'), lua('override')].join('\n'));
 export const unoverrideScript = (): Script => new Script(lua('unoverride'));
 
 /**

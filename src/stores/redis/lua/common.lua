@@ -2,10 +2,9 @@
 common.lua — shared helpers of the composed policy script: the slack constants of src/core/algorithms/common.ts,
 floor_remaining, an accurate expm1 (Redis runs Lua 5.1, which has none) and the lossless number format of replies.
 A module: no KEYS or ARGV of its own (policy.lua reads them). Times are ms, costs are cost units.
+The composer writes REL_SLACK (a fraction of the limit), TIME_SLACK (ms) and NEGLIGIBLE (a fraction of the limit)
+before this file, from the values of src/core/algorithms/common.ts, so the twin cannot drift from the core.
 ]]
-local REL_SLACK = 1e-9
-local TIME_SLACK = 1e-3
-local NEGLIGIBLE = 1e-6
 local INF = math.huge
 local LN2 = 0.69314718055994530942
 local floor, exp, log, abs, ceil = math.floor, math.exp, math.log, math.abs, math.ceil

@@ -7,8 +7,9 @@ start — the current window's start, ms since the epoch.
 ]]
 local slidingWindow = {}
 
--- slidingWindow.roll — the windows moved to now: the weighted estimate (cost units), prev, curr and start.
--- A clock that stepped back is weighed at the stored window's start (the strictest point).
+-- slidingWindow.roll — the windows moved to now: the weighted estimate (cost units), prev, curr, start and the
+-- tolerance of the limit comparison (cost units: the slack plus what the estimate falls, prev/per per ms, in
+-- TIME_SLACK). A clock that stepped back is weighed at the stored window's start (the strictest point).
 function slidingWindow.roll(r, s, now)
   local per, o = r.per, r.o
   local w = floor(now / per) * per
@@ -20,28 +21,29 @@ function slidingWindow.roll(r, s, now)
   elseif now < start then
     now = start
   end
-  return prev * (1 - (now - start) / per) + curr, prev, curr, start
+  local tolerance = r.slack + (prev / per) * TIME_SLACK
+  return prev * (1 - (now - start) / per) + curr, prev, curr, start, tolerance
 end
 
 function slidingWindow.next(r, s, now, cost, n)
-  local estimate, prev, curr, start = slidingWindow.roll(r, s, now)
+  local estimate, prev, curr, start, tolerance = slidingWindow.roll(r, s, now)
   n[r.o + 1] = prev
   n[r.o + 2] = curr + cost
   n[r.o + 3] = start
-  return estimate + cost <= r.limit + r.slack
+  return estimate + cost <= r.limit + tolerance
 end
 
 function slidingWindow.remaining(r, s, now)
-  local estimate = slidingWindow.roll(r, s, now)
-  return floor_remaining(r.limit - estimate, r.slack)
+  local estimate, _, _, _, tolerance = slidingWindow.roll(r, s, now)
+  return floor_remaining(r.limit - estimate, tolerance)
 end
 
 -- slidingWindow.wait — within this window the estimate falls linearly as the previous window slides out; if that is
 -- not enough, in the next window, where this window's count is the one sliding out.
 function slidingWindow.wait(r, s, now, cost)
   local limit, per = r.limit, r.per
-  local estimate, prev, curr, start = slidingWindow.roll(r, s, now)
-  if estimate + cost <= limit + r.slack then return 0 end
+  local estimate, prev, curr, start, tolerance = slidingWindow.roll(r, s, now)
+  if estimate + cost <= limit + tolerance then return 0 end
   if cost > limit + r.slack then return INF end
   local room = limit - cost - curr
   if room >= 0 then return start + per * (1 - room / prev) - now end
