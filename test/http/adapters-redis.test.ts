@@ -1,0 +1,74 @@
+/**
+ * test/http/adapters-redis — every scenario of scenarios.ts on every adapter with the Redis store (a real
+ * redis-server on a loopback port), and the store's failure policy seen through HTTP: Redis killed mid-run.
+ */
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { Redis } from 'ioredis';
+import { rules } from '../../src/index.js';
+import { redisStore } from '../../src/stores/redis/index.js';
+import { RedisServer } from '../support/redis.js';
+import { ADAPTERS, request } from './apps.js';
+import { ManualClock, items, scenarios } from './scenarios.js';
+
+const prefix = (): string => `http:${randomBytes(4).toString('hex')}:`;
+
+describe('http on a standalone Redis', () => {
+  let server: RedisServer;
+  let client: Redis;
+  before(async () => {
+    server = await RedisServer.start();
+    client = new Redis({ host: '127.0.0.1', port: server.port, maxRetriesPerRequest: 1 });
+  });
+  after(async () => {
+    client.disconnect();
+    await server.stop();
+  });
+  for (const [name, build] of ADAPTERS) scenarios(`${name} (redis store)`, build, () => redisStore({ client, prefix: prefix(), timeout: 5000 }));
+});
+
+describe('http when Redis goes away: the store failure policy decides, the server keeps serving', () => {
+  let server: RedisServer;
+  let client: Redis;
+  before(async () => {
+    server = await RedisServer.start();
+    client = new Redis({ host: '127.0.0.1', port: server.port, maxRetriesPerRequest: 0, enableOfflineQueue: false, retryStrategy: () => 50 });
+    client.on('error', () => { /* expected: the server is killed */ });
+  });
+  after(async () => {
+    client.disconnect();
+    await server.stop();
+  });
+  for (const [name, build] of ADAPTERS) {
+    it(`${name}: deny → 503 with Retry-After, allow → served with headers, memory → decided locally`, async () => {
+      const clock = new ManualClock();
+      const policy = () => [rules.fixedWindow({ limit: 1, per: '1m', name: 'm' })];
+      const app = await build([
+        { method: 'GET', path: '/deny', limit: () => ({ rules: policy(), store: redisStore({ client, prefix: prefix(), onError: 'deny', timeout: 300 }), clock }) },
+        { method: 'GET', path: '/allow', limit: () => ({ rules: policy(), store: redisStore({ client, prefix: prefix(), onError: 'allow', timeout: 300 }), clock }) },
+        { method: 'GET', path: '/memory', limit: () => ({ rules: policy(), store: redisStore({ client, prefix: prefix(), onError: 'memory', timeout: 300 }), clock }) },
+      ]);
+      try {
+        await server.restart();
+        for (let i = 0; i < 100 && client.status !== 'ready'; i++) await new Promise((r) => setTimeout(r, 20));
+        assert.equal((await request(app.url + '/deny')).status, 200, 'Redis up: decided by Redis');
+        await server.kill();
+        for (let i = 0; i < 100 && client.status === 'ready'; i++) await new Promise((r) => setTimeout(r, 20));
+        const deny = await request(app.url + '/deny');
+        assert.equal(deny.status, 503);
+        assert.equal(deny.headers['retry-after'], '1');
+        assert.match(String(deny.headers['content-type']), /^application\/problem\+json/);
+        for (let i = 0; i < 2; i++) {
+          const allow = await request(app.url + '/allow');
+          assert.equal(allow.status, 200);
+          assert.ok(items(allow, 'RateLimit').m !== undefined);
+        }
+        assert.equal((await request(app.url + '/memory')).status, 200);
+        assert.equal((await request(app.url + '/memory')).status, 429, 'the local fallback store enforces the policy');
+      } finally {
+        await app.close();
+      }
+    });
+  }
+});
