@@ -8,6 +8,28 @@ import { Gcra } from './algorithms/gcra.js';
 import { Earrrl } from './algorithms/earrrl.js';
 import { Exponential } from './algorithms/exponential.js';
 import { Log, SlidingLog } from './algorithms/slidingLog.js';
+import * as dispatch from './algorithms/dispatch.js';
+
+/**
+ * Outcome, Verdict — RuleOutcome and Decision as classes: every instance has the same fields in the same order
+ * (rate and delay are undefined where not measured), so the hot path allocates objects of one shape.
+ */
+class Outcome implements RuleOutcome {
+  constructor(
+    public name: string, public algorithm: RuleConfig['algorithm'], public allowed: boolean, public limit: number,
+    public remaining: number, public retryAfter: number, public resetAfter: number,
+    public rate: number | undefined, public delay: number | undefined,
+  ) {}
+}
+class Verdict implements Decision {
+  blockReason?: string;
+  fallback?: boolean;
+  constructor(
+    public allowed: boolean, public reason: Decision['reason'], public limit: number, public remaining: number,
+    public retryAfter: number, public resetAfter: number, public rate: number | undefined, public delay: number | undefined,
+    public rules: RuleOutcome[],
+  ) {}
+}
 
 /** compile — the state machine of one rule (slidingLog rules are compiled to SlidingLog, over the shared log). */
 function compile(config: RuleConfig): Rule | SlidingLog {
@@ -60,6 +82,10 @@ export class Policy {
   /** scratch, admits — per-call scratch: the charged state and each rule's verdict (single-threaded reuse). */
   private readonly scratch: Float64Array;
   private readonly admits: Uint8Array;
+  /** kinds — each rule's dispatch kind (−1: slidingLog, over the shared log). */
+  private readonly kinds: Int8Array;
+  /** single — the only rule, when the policy has exactly one and it keeps slice state: the hot path skips the loops. */
+  private readonly single: Rule | null;
 
   constructor(options: PolicyOptions) {
     const list = options?.rules as unknown;
@@ -96,6 +122,9 @@ export class Policy {
     this.stateSize = size;
     this.scratch = new Float64Array(Math.max(1, size));
     this.admits = new Uint8Array(this.rules.length);
+    this.kinds = new Int8Array(this.machines.map((m) => (m instanceof SlidingLog ? -1 : dispatch.kindOf(m))));
+    const only = this.machines.length === 1 ? this.machines[0] : null;
+    this.single = only !== null && !(only instanceof SlidingLog) ? only : null;
   }
 
   /**
@@ -104,22 +133,24 @@ export class Policy {
    */
   evaluate(s: Float64Array, o: number, log: Log | undefined, now: number, cost: number, override?: Override): Decision {
     if (override !== undefined && override.until > now) return this.overridden(s, o, log, now, override);
+    if (this.single !== null) return this.evaluateSingle(this.single, s, o, now, cost);
     const machines = this.machines;
     const count = machines.length;
     const n = this.scratch;
     let allowed = true;
     for (let i = 0; i < count; i++) {
       const m = machines[i];
-      const ok = m instanceof SlidingLog ? m.admits(log as Log, now, cost) : m.next(s, o + this.offsets[i], now, cost, n, this.offsets[i]);
+      const k = this.kinds[i];
+      const ok = k < 0 ? (m as SlidingLog).admits(log as Log, now, cost) : dispatch.next(k, m as Rule, s, o + this.offsets[i], now, cost, n, this.offsets[i]);
       this.admits[i] = ok ? 1 : 0;
       if (!ok) allowed = false;
     }
     if (cost > 0) {
       for (let i = 0; i < count; i++) {
         const m = machines[i];
-        if (m instanceof SlidingLog || !(allowed || this.strict[i] === 1)) continue;
+        if (this.kinds[i] < 0 || !(allowed || this.strict[i] === 1)) continue;
         const off = this.offsets[i];
-        for (let k = 0; k < m.stateSize; k++) s[o + off + k] = n[off + k];
+        for (let k = 0, size = (m as Rule).stateSize; k < size; k++) s[o + off + k] = n[off + k];
       }
       if (this.hasLog && (allowed || this.logStrict)) {
         (log as Log).push(now, cost);
@@ -131,25 +162,39 @@ export class Policy {
     return this.finish(outcomes, allowed);
   }
 
+  /** evaluateSingle — evaluate() for a policy of one slice rule: the same steps without the loops. */
+  private evaluateSingle(m: Rule, s: Float64Array, o: number, now: number, cost: number): Decision {
+    const n = this.scratch;
+    const k = this.kinds[0];
+    const ok = dispatch.next(k, m, s, o, now, cost, n, 0);
+    if (cost > 0 && (ok || this.strict[0] === 1)) for (let j = 0; j < m.stateSize; j++) s[o + j] = n[j];
+    const c = this.rules[0];
+    const remaining = dispatch.remaining(k, m, s, o, now);
+    const retryAfter = ok ? 0 : dispatch.wait(k, m, s, o, now, cost);
+    const resetAfter = dispatch.resetAfter(k, m, s, o, now);
+    const rate = m.rate === m.rate ? m.rate : undefined;
+    const delay = m.delay === m.delay ? (ok ? m.delay : 0) : undefined;
+    const out = new Outcome(c.name, c.algorithm, ok, c.limit, remaining, retryAfter, resetAfter, rate, delay);
+    const dry = !ok && this.dryRun;
+    return new Verdict(ok || dry, ok ? 'allowed' : dry ? 'dry-run' : 'limited', c.limit, remaining, retryAfter, resetAfter, rate, delay, [out]);
+  }
+
   /** outcome — rule i's report after the decision, from the state as stored. */
   private outcome(i: number, s: Float64Array, o: number, log: Log | undefined, now: number, cost: number, admits: boolean, allowed: boolean): RuleOutcome {
     const m = this.machines[i];
     const c = this.rules[i];
-    if (m instanceof SlidingLog) {
+    const k = this.kinds[i];
+    if (k < 0) {
       const l = log as Log;
-      return {
-        name: c.name, algorithm: c.algorithm, allowed: admits, limit: c.limit, remaining: m.remaining(l, now),
-        retryAfter: allowed ? 0 : m.wait(l, now, cost), resetAfter: m.resetAfter(l, now),
-      };
+      const g = m as SlidingLog;
+      return new Outcome(c.name, c.algorithm, admits, c.limit, g.remaining(l, now), allowed ? 0 : g.wait(l, now, cost), g.resetAfter(l, now), undefined, undefined);
     }
+    const r = m as Rule;
     const at = o + this.offsets[i];
-    const out: RuleOutcome = {
-      name: c.name, algorithm: c.algorithm, allowed: admits, limit: c.limit, remaining: m.remaining(s, at, now),
-      retryAfter: allowed ? 0 : m.wait(s, at, now, cost), resetAfter: m.resetAfter(s, at, now),
-    };
-    if (m.rate === m.rate) out.rate = m.rate; // not NaN: the rule measures a rate
-    if (m.delay === m.delay) out.delay = allowed ? m.delay : 0;
-    return out;
+    return new Outcome(
+      c.name, c.algorithm, admits, c.limit, dispatch.remaining(k, r, s, at, now), allowed ? 0 : dispatch.wait(k, r, s, at, now, cost),
+      dispatch.resetAfter(k, r, s, at, now), r.rate === r.rate ? r.rate : undefined, r.delay === r.delay ? (allowed ? r.delay : 0) : undefined,
+    );
   }
 
   /**
@@ -166,27 +211,20 @@ export class Policy {
       if (r.rate !== undefined && (rate === undefined || r.rate > rate)) rate = r.rate;
       if (r.delay !== undefined && (delay === undefined || r.delay > delay)) delay = r.delay;
     }
-    const d: Decision = {
-      allowed: allowed || this.dryRun,
-      reason: allowed ? 'allowed' : this.dryRun ? 'dry-run' : 'limited',
-      limit: bind.limit,
-      remaining: bind.remaining,
-      retryAfter: bind.retryAfter,
-      resetAfter: bind.resetAfter,
-      rules: outcomes,
-    };
-    if (rate !== undefined) d.rate = rate;
-    if (delay !== undefined) d.delay = delay;
-    return d;
+    return new Verdict(
+      allowed || this.dryRun, allowed ? 'allowed' : this.dryRun ? 'dry-run' : 'limited',
+      bind.limit, bind.remaining, bind.retryAfter, bind.resetAfter, rate, delay, outcomes,
+    );
   }
 
   /** peekOutcomes — every rule's report for the stored state at `now`, charging nothing. */
   peekOutcomes(s: Float64Array, o: number, log: Log | undefined, now: number): RuleOutcome[] {
     return this.machines.map((m, i) => {
       const c = this.rules[i];
-      const admits = m instanceof SlidingLog
-        ? m.admits(log as Log, now, 0)
-        : m.next(s, o + this.offsets[i], now, 0, this.scratch, this.offsets[i]);
+      const k = this.kinds[i];
+      const admits = k < 0
+        ? (m as SlidingLog).admits(log as Log, now, 0)
+        : dispatch.next(k, m as Rule, s, o + this.offsets[i], now, 0, this.scratch, this.offsets[i]);
       return this.outcome(i, s, o, log, now, 0, admits, true);
     });
   }
@@ -203,18 +241,10 @@ export class Policy {
   overrideDecision(outcomes: RuleOutcome[], override: Override, now: number): Decision {
     const first = outcomes[0];
     if (override.kind === 'exempt') {
-      return { allowed: true, reason: 'exempt', limit: first.limit, remaining: first.limit, retryAfter: 0, resetAfter: 0, rules: outcomes };
+      return new Verdict(true, 'exempt', first.limit, first.limit, 0, 0, undefined, undefined, outcomes);
     }
     const left = override.until === Infinity ? Infinity : override.until - now;
-    const d: Decision = {
-      allowed: this.dryRun,
-      reason: this.dryRun ? 'dry-run' : 'blocked',
-      limit: first.limit,
-      remaining: 0,
-      retryAfter: left,
-      resetAfter: left,
-      rules: outcomes,
-    };
+    const d = new Verdict(this.dryRun, this.dryRun ? 'dry-run' : 'blocked', first.limit, 0, left, left, undefined, undefined, outcomes);
     if (override.reason !== undefined) d.blockReason = override.reason;
     return d;
   }

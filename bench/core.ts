@@ -1,0 +1,160 @@
+/**
+ * bench/core — the embedded store against the anchors, side by side in one run (`npm run bench core`):
+ * throughput over 100k distinct keys round-robin with nothing rejected, the cost of a 4-rule policy, and the heap
+ * one tracked key takes with 1M keys (key strings included). Prints markdown tables with ratios.
+ */
+import { RateLimiterMemory } from 'rate-limiter-flexible';
+import { limiter, rules, memoryStore, type RuleConfig } from '../src/index.js';
+
+const KEYS = 100_000;
+const keys = Array.from({ length: KEYS }, (_, i) => `user:${i}`);
+const gc = (globalThis as { gc?: () => void }).gc;
+const RUN_MS = Number(process.env.BENCH_MS ?? 1500);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+
+/** MapGcra — the minimal hand-written GCRA over a Map: the floor for a synchronous in-process limiter. */
+class MapGcra {
+  private readonly tats = new Map<string, number>();
+  constructor(private readonly interval: number, private readonly tolerance: number) {}
+  allow(key: string, now = Date.now()): boolean {
+    const tat = Math.max(this.tats.get(key) ?? now, now);
+    const next = tat + this.interval;
+    if (next - now > this.tolerance) return false;
+    this.tats.set(key, next);
+    return true;
+  }
+}
+
+/** opsPerSec — best of ROUNDS runs of `batch` (which performs n operations) for about RUN_MS each. */
+async function opsPerSec(batch: (n: number) => unknown | Promise<unknown>, n = KEYS): Promise<number> {
+  await batch(n); // warm-up: every key seen once
+  let best = 0;
+  for (let r = 0; r < ROUNDS; r++) {
+    let ops = 0;
+    const start = process.hrtime.bigint();
+    let elapsed = 0;
+    while (elapsed < RUN_MS * 1e6) {
+      await batch(n);
+      ops += n;
+      elapsed = Number(process.hrtime.bigint() - start);
+    }
+    best = Math.max(best, ops / (elapsed / 1e9));
+  }
+  return best;
+}
+
+const fmt = (x: number) => (x >= 1e6 ? `${(x / 1e6).toFixed(2)} M/s` : `${(x / 1e3).toFixed(0)} k/s`);
+const huge = { limit: 1e12, per: '1s' as const };
+
+async function throughput(): Promise<void> {
+  const one = limiter({ rules: [rules.gcra(huge)], store: memoryStore({ maxKeys: 2 * KEYS }) });
+  const rlf = new RateLimiterMemory({ points: 1e12, duration: 0 });
+  const map = new MapGcra(1e-9, 1e3);
+
+  const results: [string, number][] = [];
+  const run = async (name: string, f: (n: number) => unknown) => {
+    gc?.();
+    results.push([name, await opsPerSec(f)]);
+  };
+  await run('rate-limiter-flexible RateLimiterMemory consume() (await)', async (n) => {
+    for (let i = 0; i < n; i++) await rlf.consume(keys[i]);
+  });
+  await run('ratekeeper check() memory, gcra (await)', async (n) => {
+    for (let i = 0; i < n; i++) await one.check(keys[i]);
+  });
+  await run('minimal Map GCRA (sync, Date.now() per call)', (n) => {
+    for (let i = 0; i < n; i++) map.allow(keys[i]);
+  });
+  await run('ratekeeper checkSync() memory, gcra', (n) => {
+    for (let i = 0; i < n; i++) one.checkSync(keys[i]);
+  });
+
+  const byAlgo: [string, RuleConfig][] = [
+    ['fixedWindow', rules.fixedWindow(huge)], ['slidingWindow', rules.slidingWindow(huge)], ['slidingLog', rules.slidingLog(huge)],
+    ['tokenBucket', rules.tokenBucket(huge)], ['leakyBucket', rules.leakyBucket(huge)], ['earrrl', rules.earrrl({ ...huge, halfLife: '10s' })],
+    ['exponential', rules.exponential(huge)],
+  ];
+  for (const [name, rule] of byAlgo) {
+    const l = limiter({ rules: [rule], store: memoryStore({ maxKeys: 2 * KEYS }) });
+    await run(`ratekeeper checkSync() memory, ${name}`, (n) => {
+      for (let i = 0; i < n; i++) l.checkSync(keys[i]);
+    });
+  }
+  const four = limiter({
+    rules: [rules.gcra(huge), rules.earrrl({ limit: 1e12, per: '1m', halfLife: '10s' }), rules.fixedWindow({ limit: 1e12, per: '1h' }), rules.tokenBucket({ limit: 1e12, per: '1d' })],
+    store: memoryStore({ maxKeys: 2 * KEYS }),
+  });
+  await run('ratekeeper checkSync() memory, 4 rules (gcra, earrrl, fixedWindow, tokenBucket)', (n) => {
+    for (let i = 0; i < n; i++) four.checkSync(keys[i]);
+  });
+
+  const get = (prefix: string) => results.find(([n]) => n.startsWith(prefix))![1];
+  console.log('| limiter (100k keys round-robin, nothing rejected) | ops/s |');
+  console.log('|---|---|');
+  for (const [name, v] of results) console.log(`| ${name} | ${fmt(v)} |`);
+  console.log();
+  const asyncRatio = get('ratekeeper check()') / get('rate-limiter-flexible');
+  const syncRatio = get('ratekeeper checkSync() memory, gcra') / get('minimal Map GCRA');
+  const multi = get('ratekeeper checkSync() memory, gcra') / get('ratekeeper checkSync() memory, 4 rules');
+  console.log('| ratio | value | target |');
+  console.log('|---|---|---|');
+  console.log(`| check() / RateLimiterMemory consume() | ${asyncRatio.toFixed(2)}× | >= 3× |`);
+  console.log(`| checkSync() / minimal Map GCRA | ${syncRatio.toFixed(2)}× | >= 0.5× |`);
+  console.log(`| time of a 4-rule policy / a 1-rule policy | ${multi.toFixed(2)}× | <= 2.5× |`);
+}
+
+/**
+ * heapPerKey — bytes per tracked key after `fill` stores `n` keys (key strings made inside, so included): the V8
+ * heap plus the ArrayBuffers outside it (typed-array stores live there).
+ */
+function heapPerKey(fill: (n: number) => unknown, n: number): number {
+  if (!gc) throw new Error('run with --expose-gc');
+  gc(); gc();
+  const used = () => {
+    const m = process.memoryUsage();
+    return m.heapUsed + m.arrayBuffers;
+  };
+  const before = used();
+  const keep = fill(n);
+  gc(); gc();
+  const after = used();
+  if (!keep) throw new Error('nothing kept');
+  return (after - before) / n;
+}
+
+function memory(): void {
+  const N = Number(process.env.BENCH_KEYS ?? 1_000_000);
+  const rows: [string, number][] = [];
+  const t0 = Date.now();
+  rows.push(['minimal Map GCRA', heapPerKey((n) => {
+    const m = new MapGcra(1, 1e9);
+    for (let i = 0; i < n; i++) m.allow(`user:${i}`, t0);
+    return m;
+  }, N)]);
+  for (const [name, rule] of [['gcra', rules.gcra(huge)], ['tokenBucket', rules.tokenBucket(huge)], ['earrrl', rules.earrrl({ ...huge, halfLife: '10s' })], ['fixedWindow', rules.fixedWindow(huge)]] as const) {
+    rows.push([`ratekeeper memory, ${name}`, heapPerKey((n) => {
+      const l = limiter({ rules: [rule], store: memoryStore({ maxKeys: n }) });
+      for (let i = 0; i < n; i++) l.checkSync(`user:${i}`, { now: t0 });
+      return l;
+    }, N)]);
+  }
+  rows.push(['rate-limiter-flexible RateLimiterMemory (duration 0: no timers)', heapPerKey((n) => {
+    const r = new RateLimiterMemory({ points: 1e12, duration: 0 });
+    for (let i = 0; i < n; i++) void r.consume(`user:${i}`);
+    return r;
+  }, N)]);
+  rows.push(['rate-limiter-flexible RateLimiterMemory (duration 60 s: a timer per key)', heapPerKey((n) => {
+    const r = new RateLimiterMemory({ points: 1e12, duration: 60 });
+    for (let i = 0; i < n; i++) void r.consume(`user:${i}`);
+    return r;
+  }, N)]);
+  console.log(`| memory per tracked key (heap + array buffers), ${N.toLocaleString('en')} keys, key strings included | bytes |`);
+  console.log('|---|---|');
+  for (const [name, b] of rows) console.log(`| ${name} | ${b.toFixed(1)} |`);
+  console.log('\ntarget: gcra, tokenBucket, earrrl <= 120 bytes');
+}
+
+console.log(`node ${process.version}, ${RUN_MS} ms × best of ${ROUNDS} per row\n`);
+await throughput();
+console.log();
+memory();
