@@ -3,7 +3,7 @@ import type { Policy } from '../../core/policy.js';
 import { RatekeeperError, show } from '../../core/errors.js';
 import { MemoryStore, type MemoryTable } from '../memory.js';
 import type { BoundStore, OverrideRequest, Store } from '../types.js';
-import { Script, overrideScript, policyId, policyScript, unoverrideScript } from './scripts.js';
+import { Script, opScript, policyId, policyScript } from './scripts.js';
 
 /**
  * RedisClient — what the store needs of a client: ioredis's `Redis` and `Cluster` both fit. `status` is read to
@@ -12,7 +12,6 @@ import { Script, overrideScript, policyId, policyScript, unoverrideScript } from
 export interface RedisClient {
   evalsha(sha: string, numkeys: number, ...args: (string | number)[]): Promise<unknown>;
   eval(script: string, numkeys: number, ...args: (string | number)[]): Promise<unknown>;
-  del(...keys: string[]): Promise<number>;
   readonly status?: string;
 }
 
@@ -90,8 +89,9 @@ export class RedisStore implements Store {
   private readonly deadlines: Deadline[] = [];
   private head = 0;
   private timer: NodeJS.Timeout | undefined;
-  private readonly overrideSet = overrideScript();
-  private readonly overrideClear = unoverrideScript();
+  private readonly overrideSet = opScript('override');
+  private readonly overrideClear = opScript('unoverride');
+  private readonly resetState = opScript('reset');
 
   constructor(options: RedisStoreOptions) {
     if (typeof options !== 'object' || options === null) throw new RatekeeperError(`redisStore takes an options object like { client }, got ${show(options)}`);
@@ -171,25 +171,6 @@ export class RedisStore implements Store {
     });
   }
 
-  /** del — DEL within the timeout. */
-  del(key: string): Promise<unknown> {
-    const status = this.client.status;
-    if (status !== undefined && DOWN.has(status)) return Promise.reject(new StoreUnavailableError(`the client is ${status}`));
-    return this.within(this.client.del(key));
-  }
-
-  /** within — a promise raced against the timeout (for the rare admin calls). */
-  private within<T>(p: Promise<T>): Promise<T> {
-    return new Promise<T>((resolve, reject) => {
-      const d: Deadline = { at: performance.now() + this.timeout, done: false, fail: reject };
-      this.track(d);
-      p.then(
-        (v) => { if (!d.done) { d.done = true; resolve(v); } },
-        (e: unknown) => { if (!d.done) { d.done = true; reject(new StoreUnavailableError(e instanceof Error ? e.message : String(e), e)); } },
-      );
-    });
-  }
-
   setOverride(key: string, request: OverrideRequest, now: number | undefined): Promise<unknown> {
     const args: string[] = [now === undefined ? '' : String(now), request.kind === 'block' ? 'b' : 'e', request.for === Infinity ? 'inf' : String(request.for)];
     if (request.reason !== undefined) args.push(request.reason);
@@ -198,6 +179,10 @@ export class RedisStore implements Store {
 
   clearOverride(key: string, kind: Override['kind']): Promise<unknown> {
     return this.run(this.overrideClear, [key], [kind === 'block' ? 'b' : 'e']);
+  }
+
+  reset(key: string): Promise<unknown> {
+    return this.run(this.resetState, [key], []);
   }
 
   /** fail — counts a failure and remembers why. */
@@ -266,8 +251,9 @@ function parseNumber(text: string): number {
 }
 
 /**
- * RedisBound — one policy's view of the Redis store. Keys: `<prefix>{<encoded client key>}:<policy id>:s` (rule
- * state and sliding log) and `…:o` (block or exemption); the braces make the client's part the hash tag.
+ * RedisBound — one policy's view of the Redis store. One key per client: `<prefix>{<encoded client key>}:<policy id>`,
+ * a hash of the rule state, the sliding log and the block or exemption (fields in policy.lua's header); the braces
+ * make the client's part the hash tag.
  */
 export class RedisBound implements BoundStore {
   readonly sync = false;
@@ -284,30 +270,28 @@ export class RedisBound implements BoundStore {
     this.fallback = store.fallback?.attach(policy);
   }
 
-  /** keys — the client's state key and override key (one hash slot). */
-  keys(key: string): [string, string] {
-    const base = `${this.store.prefix}{${encodeKey(key)}}:${this.id}:`;
-    return [`${base}s`, `${base}o`];
+  /** redisKey — the client's key in Redis. */
+  redisKey(key: string): string {
+    return `${this.store.prefix}{${encodeKey(key)}}:${this.id}`;
   }
 
   evaluate(key: string, cost: number, now: number | undefined): Promise<Decision> {
-    const keys = this.keys(key);
-    return this.store.run(this.script, keys, [now === undefined ? '' : String(now), String(cost)]).then(
+    return this.store.run(this.script, [this.redisKey(key)], [now === undefined ? '' : String(now), String(cost)]).then(
       (reply) => this.decision(reply as string),
       (e: unknown) => this.failed(e, key, cost, now),
     );
   }
 
   setOverride(key: string, request: OverrideRequest, now: number | undefined): Promise<void> {
-    return this.store.setOverride(this.keys(key)[1], request, now).then(() => undefined);
+    return this.store.setOverride(this.redisKey(key), request, now).then(() => undefined);
   }
 
   clearOverride(key: string, kind: Override['kind']): Promise<void> {
-    return this.store.clearOverride(this.keys(key)[1], kind).then(() => undefined);
+    return this.store.clearOverride(this.redisKey(key), kind).then(() => undefined);
   }
 
   reset(key: string): Promise<void> {
-    return this.store.del(this.keys(key)[0]).then(() => undefined);
+    return this.store.reset(this.redisKey(key)).then(() => undefined);
   }
 
   /** decision — the Decision from the script's reply (see the header of policy.lua), built by the policy's shared code. */

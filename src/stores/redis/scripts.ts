@@ -99,9 +99,8 @@ function stateSizeOf(a: Algorithm): number {
   }
 }
 
-/** overrideScript, unoverrideScript — block/exempt and unblock/unexempt. */
-export const overrideScript = (): Script => new Script([constants(), lua('common'), lua('override')].join('\n'));
-export const unoverrideScript = (): Script => new Script(lua('unoverride'));
+/** opScript — one of the small scripts (override, unoverride, reset): common.lua and the file. */
+export const opScript = (name: 'override' | 'unoverride' | 'reset'): Script => new Script([constants(), lua('common'), lua(name)].join('\n'));
 
 /**
  * policyId — names a policy's state layout in its keys, so that limiters with different policies on one Redis

@@ -40,11 +40,36 @@ local function fmt(x)
   return string.format('%.17g', x)
 end
 
--- clock — the request's time: ARGV's explicit ms, or the server's TIME ('' asks for it) so that every app server agrees.
+-- wall — the server's clock (TIME), ms since the epoch. Expiries are deadlines on this clock, whatever the check's now.
+local function wall()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000
+end
+
+-- clock — the request's time, ms: ARGV's explicit now, or the server's TIME when it is '' (so that every app
+-- server agrees); the second value says whether it is the server's clock.
 local function clock(arg)
-  if arg == '' then
-    local t = redis.call('TIME')
-    return tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000
+  if arg == '' then return wall(), true end
+  return tonumber(arg), false
+end
+
+-- expire — sets a client's key to expire at the later of its state's and its override's deadlines (se, oe: ms on
+-- the server's clock, nil when absent, inf for an override until lifted); deletes it when both have passed.
+local function expire(key, se, oe, wallnow)
+  local d = -INF
+  if se and se > d then d = se end
+  if oe and oe > d then d = oe end
+  if d == INF then
+    redis.call('PERSIST', key)
+    return
   end
-  return tonumber(arg)
+  local left = d - wallnow
+  if left > 0 then redis.call('PEXPIRE', key, ceil(left)) else redis.call('DEL', key) end
+end
+
+-- number — a stored deadline: nil when absent, inf by name.
+local function number(text)
+  if not text then return nil end
+  if text == 'inf' then return INF end
+  return tonumber(text)
 end

@@ -3,16 +3,19 @@ policy.lua — one check of one client against the whole policy, the twin of Pol
 every rule decides, all-or-nothing; an admitted request charges every rule, a refused one only the rules with strict
 accounting (the shared sliding log follows its own accounting); cost 0 charges nothing; a live block or exemption
 charges nothing and reports the rules' state. The JS side composes the script sent per check as
-common.lua + the algorithms the policy uses + the policy's constants + this file, so one EVALSHA decides.
-Constants written by the composer: STATE_SIZE — numbers of rule state; STATE_FMT — their struct format; HAS_LOG,
-LOG_STRICT, LOG_PER (ms), LOG_LIMIT (cost units) — the shared log; RULES — the rules, in the policy's order.
+(the core's slack constants) + common.lua + the algorithms the policy uses + the policy's layout + this file, so
+one EVALSHA decides. Layout written by the composer: STATE_SIZE — numbers of rule state; STATE_FMT — their struct
+format; HAS_LOG, LOG_STRICT, LOG_PER (ms), LOG_LIMIT (cost units) — the shared log; RULES — the rules, in order.
 
-KEYS[1] — the client's state: little-endian doubles, the rules' state (STATE_SIZE numbers, each rule's at its
-          offset; ms and cost units as each algorithm's file says), then, when HAS_LOG, the shared log (base, cost
-          units; then (time ms, running total cost units) pairs). Absent = a fresh client. Written with PX set to when
-          the state becomes equivalent to a fresh client's; deleted when it already is.
-KEYS[2] — the client's block or exemption: '<b|e> <until, ms since the epoch or inf>' and, after a newline, the
-          block's reason. Read only.
+KEYS[1] — the client's hash (one key per client and policy, so the script is single-key and a slot migration
+          answers ASK/MOVED, never TRYAGAIN or CROSSSLOT). Fields:
+          s  — the state: little-endian doubles, the rules' state (STATE_SIZE numbers, each rule's at its offset;
+               ms and cost units as each algorithm's file says), then, when HAS_LOG, the shared log (base, cost
+               units; then (time ms, running total cost units) pairs). Absent = a fresh client.
+          se — when s becomes equivalent to a fresh client's: ms since the epoch on the server's clock.
+          o  — the block or exemption: '<b|e> <until: ms since the epoch, or inf>', then a newline and the reason.
+          oe — when o ends, ms on the server's clock, or inf.
+          The key expires (PEXPIRE) at the later of se and oe: never before the state is as good as fresh.
 ARGV[1] — now: ms since the epoch, a decimal string; '' to use the server's TIME.
 ARGV[2] — cost: cost units, a decimal string >= 0.
 
@@ -20,12 +23,15 @@ Returns one string: '<a|d|b|e> <now ms> <override until ms or -> ' (a admitted, 
 followed by six fields per rule: '<1|0 admits> <remaining> <retryAfter ms> <resetAfter ms> <rate /s or -> <delay ms or ->',
 all separated by spaces, numbers as %.17g (inf for Infinity); then, for a block with a reason, a newline and the reason.
 ]]
-local now = clock(ARGV[1])
+local now, isWall = clock(ARGV[1])
 local cost = tonumber(ARGV[2])
 local count = #RULES
+local key = KEYS[1]
+
+local fields = redis.call('HMGET', key, 's', 'o')
+local blob, ov = fields[1], fields[2]
 
 -- The client's state: s (rule state, all zero when fresh) and L (the shared log).
-local blob = redis.call('GET', KEYS[1])
 local s
 if blob and STATE_SIZE > 0 then
   s = { struct.unpack(STATE_FMT, blob) }
@@ -61,17 +67,14 @@ local function outcome(out, r, admits, allowed, rate, delay)
   end
 end
 
--- A live block or exemption: peek (every rule at cost 0, nothing stored) and report.
-local ov = redis.call('GET', KEYS[2])
+-- A live block or exemption: peek (every rule at cost 0, nothing stored) and report. One that is over is dropped.
 if ov then
   local sp = string.find(ov, ' ', 1, true)
   local nl = string.find(ov, '\n', sp + 1, true)
   local untilText = string.sub(ov, sp + 1, (nl or 0) - 1)
-  local untilMs = untilText == 'inf' and INF or tonumber(untilText)
-  if untilMs > now then
-    local kind = string.sub(ov, 1, 1)
+  if number(untilText) > now then
     cost = 0
-    local out = { kind, fmt(now), untilText }
+    local out = { string.sub(ov, 1, 1), fmt(now), untilText }
     local n = {}
     for i = 1, count do
       local r = RULES[i]
@@ -86,6 +89,7 @@ if ov then
     if nl then reply = reply .. string.sub(ov, nl) end
     return reply
   end
+  redis.call('HDEL', key, 'o', 'oe')
 end
 
 -- Every rule decides on the state before the request; n holds the state as charged.
@@ -132,14 +136,16 @@ for i = 1, count do
   end
 end
 
--- Store with an expiry at the moment the state decides as a fresh client's would: never earlier.
+-- Store, to expire when the state decides as a fresh client's would: never earlier. (No live override here.)
 if changed then
   if fresh > 0 then
     local value = STATE_SIZE > 0 and struct.pack(STATE_FMT, unpack(s)) or ''
     if HAS_LOG then value = value .. Log.encode(L) end
-    redis.call('SET', KEYS[1], value, 'PX', ceil(fresh))
+    local wallnow = isWall and now or wall()
+    redis.call('HSET', key, 's', value, 'se', fmt(wallnow + fresh))
+    redis.call('PEXPIRE', key, ceil(fresh))
   else
-    redis.call('DEL', KEYS[1])
+    redis.call('DEL', key)
   end
 end
 return table.concat(out, ' ')
