@@ -7,7 +7,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
-import { basename, extname } from 'node:path';
+import { basename, extname, join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import type { Algorithm } from './core/types.js';
 import type { RuleConfig } from './core/algorithms/common.js';
@@ -196,6 +196,10 @@ async function simulateCommand(positionals: string[], flags: Flags): Promise<num
     input = fromScenario(scenario(name, { limiters, halfLife }));
     if (flags.sample !== undefined) input.sampleEvery = duration(flags.sample, '--sample');
   }
+  const outDir = flags.out ?? '.';
+  if (flags.trace !== undefined && resolve(outDir, `${input.name}.csv`) === resolve(flags.trace)) {
+    usage(`the output ${join(outDir, `${input.name}.csv`)} would overwrite the trace ${show(flags.trace)}: choose another --out or --name`);
+  }
   let sim;
   try {
     sim = simulate(input);
@@ -203,8 +207,10 @@ async function simulateCommand(positionals: string[], flags: Flags): Promise<num
     if (e instanceof RatekeeperError) usage(e.message.replace(/^ratekeeper: /, ''));
     throw e;
   }
-  const paths = await writeSimulation(sim, flags.out ?? '.');
-  const out = [`${input.name}: ${input.title}`, ...sim.lines, `wrote ${paths.svg} and ${paths.csv}`];
+  const paths = await writeSimulation(sim, outDir);
+  const origin = input.origin ?? 0;
+  const when = origin === 0 ? [] : [`(times in seconds since ${new Date(origin).toISOString()})`];
+  const out = [`${input.name}: ${input.title}`, ...when, ...sim.lines, `wrote ${paths.svg} and ${paths.csv}`];
   process.stdout.write(out.join('\n') + '\n');
   return 0;
 }

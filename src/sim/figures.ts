@@ -63,7 +63,7 @@ export function figureSpec(result: ReplayResult, options: FigureOptions): VegaLi
   for (const figure of options.figures) {
     if (figure === 'cumulative') {
       datasets.cumulative = cumulativeRows(result, keys, sec);
-      const lockouts = lockoutPoints(result, sec);
+      const lockouts = lockoutPoints(result, sec, origin);
       const rows = keys.map((key) => ({
         hconcat: result.limiters.map((l) => ({
           title: { text: keys.length > 1 || result.keys.length > 1 ? `${l.name} — ${key}` : l.name, fontSize: 12 },
@@ -157,7 +157,7 @@ interface LockoutPoint {
  * lockoutPoints — per limiter and key, when it was first locked out and when it was last let back in (the story of
  * the abuser figure), placed on the admitted line.
  */
-function lockoutPoints(result: ReplayResult, sec: (ms: number) => number): LockoutPoint[] {
+function lockoutPoints(result: ReplayResult, sec: (ms: number) => number, origin: number): LockoutPoint[] {
   const points: LockoutPoint[] = [];
   for (const s of summarize(result)) {
     if (s.lockouts.length === 0) continue;
@@ -167,10 +167,10 @@ function lockoutPoints(result: ReplayResult, sec: (ms: number) => number): Locko
       return v;
     };
     const first = s.lockouts[0];
-    points.push({ limiter: s.limiter, key: s.key, t: sec(first.from), value: admittedAt(first.from), label: `${s.lockouts.length > 1 ? 'first refused' : 'locked out'} at ${seconds(first.from)}`, align: 'left' });
+    points.push({ limiter: s.limiter, key: s.key, t: sec(first.from), value: admittedAt(first.from), label: `${s.lockouts.length > 1 ? 'first refused' : 'locked out'} at ${seconds(first.from - origin)}`, align: 'left' });
     const last = s.lockouts[s.lockouts.length - 1];
     if (last.to !== undefined) {
-      points.push({ limiter: s.limiter, key: s.key, t: sec(last.to), value: admittedAt(last.to), label: `${s.lockouts.length > 1 ? `${s.lockouts.length} lockouts; last let back in` : 'let back in'} at ${seconds(last.to)}`, align: 'right' });
+      points.push({ limiter: s.limiter, key: s.key, t: sec(last.to), value: admittedAt(last.to), label: `${s.lockouts.length > 1 ? `${s.lockouts.length} lockouts; last let back in` : 'let back in'} at ${seconds(last.to - origin)}`, align: 'right' });
     }
   }
   return points;

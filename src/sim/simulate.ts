@@ -54,7 +54,7 @@ export function simulate(input: SimulationInput): Simulation {
   const spec = figureSpec(result, {
     title: input.title, figures: input.figures, truth: input.truth, markers: input.markers, showLimit: input.showLimit, origin: input.origin,
   });
-  return { name: input.name, result, summaries, lines: describe(summaries), spec };
+  return { name: input.name, result, summaries, lines: describe(summaries, { origin: input.origin }), spec };
 }
 
 /** writeSimulation — writes `<name>.csv` and `<name>.svg` into `dir` (created if missing); returns their paths. */

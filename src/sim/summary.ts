@@ -60,8 +60,17 @@ export function seconds(ms: number): string {
   return `${Number.isInteger(s) ? s : s.toFixed(2)} s`;
 }
 
-/** describe — one line per limiter and key, e.g. `EARRRL …  abuser: sent 401, admitted 56 (14.0 %); locked out at 26.35 s, let back in at 255.00 s`. */
-export function describe(summaries: readonly KeySummary[], maxKeys = 10): string[] {
+/**
+ * describe — one line per limiter and key, e.g. `abuser: sent 401, admitted 89 (22.2 %); locked out at 26.95 s,
+ * let back in at 256 s (312 refused)`. Times are printed as seconds since `origin` (ms).
+ */
+export function describe(summaries: readonly KeySummary[], options: { maxKeys?: number; origin?: number } = {}): string[] {
+  const maxKeys = options.maxKeys ?? 10;
+  const origin = options.origin ?? 0;
+  const lockout = (l: Lockout): string => l.to === undefined
+    ? `locked out at ${seconds(l.from - origin)} and never let back in (${l.refused} refused)`
+    : `locked out at ${seconds(l.from - origin)}, let back in at ${seconds(l.to - origin)} (${l.refused} refused)`;
+  const stretch = (l: Lockout): string => `${seconds(l.from - origin)} → ${l.to === undefined ? 'end' : seconds(l.to - origin)}`;
   const lines: string[] = [];
   const limiters = [...new Set(summaries.map((s) => s.limiter))];
   for (const name of limiters) {
@@ -77,7 +86,7 @@ export function describe(summaries: readonly KeySummary[], maxKeys = 10): string
       else {
         const longest = s.lockouts.reduce((a, b) => (span(b) > span(a) ? b : a));
         const last = s.lockouts[s.lockouts.length - 1];
-        story = `locked out ${s.lockouts.length} times; longest: ${stretch(longest)}; last: ${stretch(last)}`;
+        story = `locked out ${s.lockouts.length} times; ${longest === last ? '' : `longest: ${stretch(longest)}; `}last: ${stretch(last)}`;
       }
       lines.push(`  ${s.key}: sent ${round(s.sent)}, admitted ${round(s.admitted)}${pct}; ${story}`);
     }
@@ -86,15 +95,7 @@ export function describe(summaries: readonly KeySummary[], maxKeys = 10): string
   return lines;
 }
 
-function lockout(l: Lockout): string {
-  return l.to === undefined
-    ? `locked out at ${seconds(l.from)} and never let back in (${l.refused} refused)`
-    : `locked out at ${seconds(l.from)}, let back in at ${seconds(l.to)} (${l.refused} refused)`;
-}
 
-function stretch(l: Lockout): string {
-  return `${seconds(l.from)} → ${l.to === undefined ? 'end' : seconds(l.to)}`;
-}
 
 function span(l: Lockout): number {
   return (l.to ?? Infinity) - l.from;

@@ -153,6 +153,11 @@ test('simulate --trace: a custom CSV through two limiters, files named after the
     const rows = parseCsv(await readFile(join(dir, 'o', 'my-trace.csv'), 'utf8')).map((x) => x.fields);
     assert.equal(rows.filter((x) => x[1] === 'request').length, 2 * 45);
     assert.ok(rows.some((x) => x[1] === 'estimate' && x[3] === 'bob'));
+    // Writing next to the trace would overwrite it: refused, and the trace is untouched.
+    const clash = await run(['simulate', '--trace', 'my-trace.csv', '--rules', '1/s'], dir);
+    assert.equal(clash.code, 2);
+    assert.match(clash.stderr, /would overwrite the trace "my-trace\.csv": choose another --out or --name/);
+    assert.equal(await readFile(join(dir, 'my-trace.csv'), 'utf8'), lines.join('\n'));
   } finally {
     await rm(dir, { recursive: true, force: true });
   }
