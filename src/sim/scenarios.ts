@@ -66,7 +66,12 @@ function threeClients(name: string, halfLife: number): Scenario {
     from: 0,
     until: 250 * S,
     figures: ['estimates'],
-    markers: [{ t: start, label: 'start' }, { t: end, label: 'stop' }],
+    markers: [
+      { t: start, label: 'start' },
+      { t: end, label: 'stop' },
+      // One half-life after the start and the stop: the estimates are half-way there (labelled when there is room).
+      ...(halfLife >= 5 * S ? [{ t: start + halfLife, label: '+1 half-life' }, { t: end + halfLife, label: '+1 half-life' }] : []),
+    ],
   };
 }
 

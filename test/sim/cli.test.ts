@@ -217,3 +217,25 @@ test('the XML check itself rejects malformed markup (so the SVG checks above can
     assert.throws(() => assertWellFormedXml(bad), assert.AssertionError, bad);
   }
 });
+
+test('without vega and vega-lite installed: a clear message, exit 1, nothing written', async () => {
+  // A resolve hook that makes both packages unresolvable, as on an install without the optional peers.
+  const hooks = `export async function resolve(s, c, next) {
+    if (s === 'vega' || s === 'vega-lite') throw Object.assign(new Error("Cannot find package '" + s + "'"), { code: 'ERR_MODULE_NOT_FOUND' });
+    return next(s, c);
+  }`;
+  const register = `import { register } from 'node:module'; register('data:text/javascript,' + encodeURIComponent(${JSON.stringify(hooks)}));`;
+  const dir = await tempDir();
+  try {
+    const r = await new Promise<Run>((resolve) => {
+      execFile(process.execPath, ['--import', `data:text/javascript,${encodeURIComponent(register)}`, CLI, 'simulate', 'abuser', '--out', join(dir, 'o')], { timeout: 30_000 }, (error, stdout, stderr) => {
+        resolve({ code: error ? (typeof error.code === 'number' ? error.code : -1) : 0, stdout, stderr });
+      });
+    });
+    assert.equal(r.code, 1, r.stderr);
+    assert.match(r.stderr, /^ratekeeper: the simulator's plots need the optional peer dependencies vega and vega-lite: npm install vega vega-lite/);
+    assert.equal(existsSync(join(dir, 'o')), false);
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+});
