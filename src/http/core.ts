@@ -151,6 +151,8 @@ export class RateLimitCore<Req> {
   /** timed — a clock was given: checks pass `now` (read once per request). */
   private readonly timed: boolean;
   private readonly rules: readonly RuleConfig[];
+  /** chains — per key, the tail of the shaped checks in flight (asynchronous stores only); removed when idle. */
+  private readonly chains = new Map<string, Promise<void>>();
 
   constructor(options: RateLimitOptions<Req>, facts: Facts<Req>) {
     if (typeof options !== 'object' || options === null) throw new RatekeeperError(`rateLimit takes an options object with rules or a limiter, got ${show(options)}`);
@@ -244,10 +246,10 @@ export class RateLimitCore<Req> {
         const over = this.overBound(this.limiter.checkSync(key, { cost: 0, now }), key);
         return over ?? this.verdict(this.limiter.checkSync(key, { cost, now }), key);
       }
-      return this.limiter.check(key, { cost: 0, now }).then((peek) => {
+      return this.serial(key, () => this.limiter.check(key, { cost: 0, now }).then((peek) => {
         const over = this.overBound(peek, key);
         return over ?? this.limiter.check(key, { cost, now }).then((d) => this.verdict(d, key));
-      });
+      }));
     }
     if (this.sync) return this.verdict(this.limiter.checkSync(key, { cost, now }), key);
     return this.limiter.check(key, { cost, now }).then((d) => this.verdict(d, key));
@@ -255,16 +257,34 @@ export class RateLimitCore<Req> {
 
   /** overBound — the refusal of a request whose shaping delay (seen by a cost-0 look) would pass the bound. */
   private overBound(peek: Decision, key: string): Verdict | undefined {
+    if (!peek.allowed || peek.reason === 'exempt' || !((peek.delay ?? 0) > (this.maxDelay as number))) return undefined;
+    return this.verdict(this.boundDecision(peek), key);
+  }
+
+  /**
+   * boundDecision — an admitted decision whose delay is over the bound, as the refusal it becomes: the leaky
+   * rules whose queue is too long are the violated ones, with r=0 until the queue is back under the bound.
+   */
+  private boundDecision(d: Decision): Decision {
     const bound = this.maxDelay as number;
-    if (!peek.allowed || peek.reason === 'exempt' || !((peek.delay ?? 0) > bound)) return undefined;
-    // the leaky rules whose queue is too long are the violated ones: r=0 until the queue is back under the bound
-    const rules = peek.rules.map((r, i) => {
+    const rules = d.rules.map((r, i) => {
       if (!this.leaky.includes(i) || !((r.delay ?? 0) > bound)) return r;
       return { ...r, allowed: false, remaining: 0, retryAfter: (r.delay as number) - bound };
     });
-    const wait = (peek.delay as number) - bound;
-    const d: Decision = { ...peek, allowed: false, reason: 'limited', remaining: 0, retryAfter: wait, rules };
-    return this.verdict(d, key);
+    return { ...d, allowed: false, reason: 'limited', remaining: 0, retryAfter: (d.delay as number) - bound, rules };
+  }
+
+  /**
+   * serial — runs `fn` after every earlier shaped check of `key` in this process has finished, so that the look
+   * and the charge of one request are not interleaved with another's (an asynchronous store answers in between).
+   */
+  private serial<T>(key: string, fn: () => Promise<T>): Promise<T> {
+    const prev = this.chains.get(key);
+    const run = prev === undefined ? fn() : prev.then(fn, fn);
+    const tail = run.then(noop, noop);
+    this.chains.set(key, tail);
+    tail.then(() => { if (this.chains.get(key) === tail) this.chains.delete(key); });
+    return run;
   }
 
   /** verdict — a decision as status, headers and body. */
@@ -287,9 +307,9 @@ export class RateLimitCore<Req> {
       if (this.maxDelay !== undefined && d.reason !== 'dry-run' && d.delay !== undefined && d.delay > 0) {
         delay = d.delay;
         if (delay > this.maxDelay) {
-          // a concurrent request (another process, an async store) filled the queue between our look and the
-          // charge: the bound wins, the request is refused (it stays charged).
-          return this.verdict({ ...d, allowed: false, reason: 'limited', retryAfter: delay - this.maxDelay }, key);
+          // another process sharing the store filled the queue between our look and the charge: the bound wins,
+          // the request is refused (and stays charged).
+          return this.verdict(this.boundDecision(d), key);
         }
       }
       return { kind: 'pass', status: 200, headers, delay, decision: d, key };
@@ -316,6 +336,8 @@ export class RateLimitCore<Req> {
     return { kind: 'unavailable', status: 503, headers: [], delay: 0, error, body: UNAVAILABLE };
   }
 }
+
+const noop = (): void => undefined;
 
 const UNAVAILABLE = problem('about:blank', 503, 'Service Unavailable', { detail: 'The rate limiter could not decide this request.' });
 

@@ -45,8 +45,8 @@ declare module 'hono' {
 }
 
 /**
- * rateLimit — Hono middleware: decides the request, sets the headers on the context, then awaits `next()`
- * (after the shaping delay, if any) or returns a 429/503 response. The decision is `c.get('rateLimit')`.
+ * rateLimit — Hono middleware: decides the request, awaits `next()` (after the shaping delay, if any) and adds
+ * the headers to the handler's response, or returns a 429/503 response. The decision is `c.get('rateLimit')`.
  */
 export function rateLimit(options: HonoRateLimitOptions): MiddlewareHandler {
   const peer = options.peer ?? defaultPeer;
@@ -56,14 +56,23 @@ export function rateLimit(options: HonoRateLimitOptions): MiddlewareHandler {
   return async (c, next) => {
     const v = await core.evaluate(c);
     if (v.decision !== undefined) c.set('rateLimit', v.decision);
-    for (const [name, value] of v.headers) c.header(name, value, LIST_FIELDS.has(name.toLowerCase()) ? { append: true } : undefined);
     if (v.kind === 'pass') {
       if (v.delay > 0) await hold(v.delay);
       await next();
+      // after the handler: a handler may return a Response of its own, which headers set before would miss
+      for (const [name, value] of v.headers) c.header(name, value, LIST_FIELDS.has(name.toLowerCase()) ? { append: true } : undefined);
       return;
     }
-    if (v.kind === 'limited' && onLimited !== undefined) return onLimited(c, v.decision as Decision);
-    c.header('Content-Type', PROBLEM_TYPE);
-    return c.body(v.body ?? '', v.status as 429 | 503);
+    // before the refusal handler (so c.json/c.body carry them), and again on whatever Response it returns
+    for (const [name, value] of v.headers) c.header(name, value);
+    let res: Response;
+    if (v.kind === 'limited' && onLimited !== undefined) res = await onLimited(c, v.decision as Decision);
+    else {
+      c.header('Content-Type', PROBLEM_TYPE);
+      res = c.body(v.body ?? '', v.status as 429 | 503);
+    }
+    c.res = res;
+    for (const [name, value] of v.headers) if (!c.res.headers.has(name)) c.header(name, value);
+    return c.res;
   };
 }
