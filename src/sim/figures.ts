@@ -103,7 +103,7 @@ export function figureSpec(result: ReplayResult, options: FigureOptions): VegaLi
           data: { name: 'estimates' },
           transform: [{ filter: { field: 'key', equal: key } }],
           mark: { type: 'line', strokeWidth: 1.4, clip: true },
-          encoding: { x, y: { field: 'value', type: 'quantitative', title: 'requests per second' }, color, strokeDash, detail: { field: 'series' } },
+          encoding: { x, y: { field: 'value', type: 'quantitative', title: 'requests per second' }, color, strokeDash, detail: { field: 'series' }, order: { field: 'seq', type: 'quantitative' } },
         }];
         const steps = truthSteps(truth.filter((r) => r.key === key), x0, x1, sec);
         if (steps.length > 0) {
@@ -247,9 +247,12 @@ function estimateSeries(result: ReplayResult): Series[] {
 function estimateRows(result: ReplayResult, keys: readonly string[], sec: (ms: number) => number, series: readonly Series[]): unknown[] {
   const wanted = new Set(keys);
   const label = new Map(series.map((s) => [`${s.limiter}\u0000${s.rule}`, s.label]));
-  return result.estimates
-    .filter((e) => wanted.has(e.key))
-    .map((e) => ({ key: e.key, t: sec(e.t), series: label.get(`${e.limiter}\u0000${e.rule}`), value: e.rate }));
+  // seq keeps the replay's order: a grid sample at t (before the requests at t), then the peek after a request at t.
+  const rows: unknown[] = [];
+  result.estimates.forEach((e, seq) => {
+    if (wanted.has(e.key)) rows.push({ key: e.key, t: sec(e.t), seq, series: label.get(`${e.limiter}\u0000${e.rule}`), value: e.rate });
+  });
+  return rows;
 }
 
 /** limitLines — each rate rule's limit in requests per second (distinct values). */

@@ -22,6 +22,8 @@ export interface ReplayOptions {
    * sampleEvery — ms between samples of the estimate of every rule that measures a rate (earrrl, exponential),
    * taken with a cost-0 peek for every key, so the curves are smooth between requests; 0 for none.
    * A sample at t is taken before the requests at t: it is the estimate a request arriving at t is judged by.
+   * When sampling, every request is also followed by a peek of its key at the same time (`after: true`), so the
+   * jump each request makes is drawn exactly even when the grid is coarser than the requests.
    * @default 0
    */
   sampleEvery?: number;
@@ -60,6 +62,8 @@ export interface EstimateSample {
   rule: string;
   /** rate — per second. */
   rate: number;
+  /** after — true for the peek right after a request of this key at `t` (the top of the jump), false for a grid sample. */
+  after: boolean;
 }
 
 /** ReplayResult — every decision and every estimate sample, per limiter in the options' order. */
@@ -114,12 +118,10 @@ export function replay(trace: Trace, options: ReplayOptions): ReplayResult {
     const sent = new Map<string, number>();
     const admitted = new Map<string, number>();
     let i = 0;
-    const sample = (t: number): void => {
-      for (const key of keys) {
-        const d = lim.checkSync(key, { cost: 0, now: t });
-        for (const o of d.rules) {
-          if (o.rate !== undefined && sampled.includes(o.name)) result.estimates.push({ limiter: spec.name, t, key, rule: o.name, rate: o.rate });
-        }
+    const peek = (key: string, t: number, after: boolean): void => {
+      const d = lim.checkSync(key, { cost: 0, now: t });
+      for (const o of d.rules) {
+        if (o.rate !== undefined && sampled.includes(o.name)) result.estimates.push({ limiter: spec.name, t, key, rule: o.name, rate: o.rate, after });
       }
     };
     const samples = step > 0 && sampled.length > 0 ? Math.floor((until - from) / step + 1e-9) + 1 : 0;
@@ -140,10 +142,11 @@ export function replay(trace: Trace, options: ReplayOptions): ReplayResult {
         };
         if (d.rate !== undefined) rec.rate = d.rate;
         result.requests.push(rec);
+        if (samples > 0 && r.t >= from && r.t <= until) peek(r.key, r.t, true);
       }
       if (k < samples) {
         now = Math.max(now, next);
-        sample(next);
+        for (const key of keys) peek(key, next, false);
       }
     }
   }

@@ -108,6 +108,8 @@ test('simulate abuser: exit 0, the summary, a well-formed SVG with both limiters
     const estimates = rows.filter((x) => x[1] === 'estimate');
     assert.equal(estimates.length, 1201); // EARRRL only, every 250 ms over [0, 300] s
     assert.ok(estimates.every((x) => x[0] === 'EARRRL: 1/s, half-life 20s' && x[4] === 'earrrl' && Number(x[8]) >= 0));
+    assert.equal(rows.filter((x) => x[1] === 'estimate-after').length, 401); // the top of each request's jump
+    assert.equal(rows.length, 1 + 2 * 401 + 1201 + 401);
   } finally {
     await rm(dir, { recursive: true, force: true });
   }

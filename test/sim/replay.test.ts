@@ -58,7 +58,7 @@ test('estimate samples are cost-0 peeks taken before the requests at the same ti
     limiters: [{ name: 'e', rules: [rules.earrrl({ limit: 1, per: '1s', halfLife })] }],
     sampleEvery: 10 * S, from: 0, until: 30 * S,
   });
-  const got = r.estimates.map((e) => [e.t / S, e.rate]);
+  const got = r.estimates.filter((e) => !e.after).map((e) => [e.t / S, e.rate]);
   // One request at 0: N = 1, estimate λ·e^(−λt) per ms, ×1000 per s; at 20 s the sample is before the second request.
   const want = [[0, 0], [10, 1000 * lambda * 0.5], [20, 1000 * lambda * 0.25], [30, 1000 * lambda * (1 + 0.25) * 0.5]];
   assert.equal(got.length, want.length);
@@ -68,6 +68,12 @@ test('estimate samples are cost-0 peeks taken before the requests at the same ti
   });
   // The decision's rate is the estimate before the request, the same as the sample at that instant.
   assert.ok(Math.abs((r.requests[1].rate as number) - want[2][1]) < 1e-12);
+  // After each request, a peek at the same time gives the top of its jump: (N + 1)·λ.
+  const after = r.estimates.filter((e) => e.after).map((e) => [e.t / S, e.rate]);
+  assert.deepEqual(after.map(([t]) => t), [0, 20]);
+  assert.ok(Math.abs(after[0][1] - 1000 * lambda) < 1e-12);
+  assert.ok(Math.abs(after[1][1] - 1000 * lambda * 1.25) < 1e-12);
+  assert.deepEqual(r.requests.map((x) => x.cumSent), [1, 2]); // peeks charge nothing
 });
 
 test('replay rejects an unsorted trace, two limiters of one name and a bad sampling step', () => {
@@ -92,7 +98,7 @@ test('periodic and abuser generators: exact times, no drift, [start, end)', () =
 
 /** estimateAt — the sampled estimate of `key` at `t` ms. */
 function estimateAt(r: ReplayResult, key: string, t: number): number {
-  const e = r.estimates.find((x) => x.key === key && x.t === t);
+  const e = r.estimates.find((x) => x.key === key && x.t === t && !x.after);
   assert.ok(e, `no sample of ${key} at ${t} ms`);
   return e.rate;
 }
@@ -108,7 +114,7 @@ test('three-clients (half-life 10 s): half the true rate 10 s after the start, w
   const r = runScenario('three-clients');
   for (const [key, rate] of CLIENTS) {
     assert.equal(estimateAt(r, key, 49_900), 0, `${key} before the start`);
-    const late = r.estimates.filter((e) => e.key === key && e.t >= 120 * S && e.t < 200 * S).map((e) => e.rate);
+    const late = r.estimates.filter((e) => e.key === key && !e.after && e.t >= 120 * S && e.t < 200 * S).map((e) => e.rate);
     assert.equal(late.length, 800);
     const mean = late.reduce((a, b) => a + b, 0) / late.length;
     assert.ok(Math.abs(mean / rate - 1) < 0.03, `${key}: mean estimate over 120–200 s is ${mean}, true rate ${rate}`);
@@ -117,7 +123,7 @@ test('three-clients (half-life 10 s): half the true rate 10 s after the start, w
   }
   for (const [key, rate] of CLIENTS.slice(0, 2)) {
     const late = r.estimates.filter((e) => e.key === key && e.t >= 120 * S && e.t < 200 * S);
-    // Every sample: the pre-request bias of a 1/s client is λ/(e^λ − 1) − 1 ≈ −3.4 %, and 2^−7 of the start is left.
+    // Every sample, before and after requests: the pre-request bias of a 1/s client is λ/(e^λ − 1) − 1 ≈ −3.4 %, and 2^−7 of the start is left.
     for (const e of late) assert.ok(Math.abs(e.rate / rate - 1) < 0.05, `${key} at ${e.t} ms: ${e.rate}`);
     assert.ok(Math.abs(estimateAt(r, key, 60 * S) / (rate / 2) - 1) < 0.05, `${key}: half the rate 10 s after the start`);
     assert.ok(Math.abs(estimateAt(r, key, 210 * S) / (rate / 2) - 1) < 0.05, `${key}: half the rate 10 s after the stop`);
@@ -129,7 +135,7 @@ test('three-clients-1s: ten times faster, and a much noisier estimate (the half-
   const fast = runScenario('three-clients-1s');
   const slow = runScenario('three-clients');
   const swing = (r: ReplayResult, key: string): number => {
-    const v = r.estimates.filter((e) => e.key === key && e.t >= 120 * S && e.t < 200 * S).map((e) => e.rate);
+    const v = r.estimates.filter((e) => e.key === key && e.t >= 120 * S && e.t < 200 * S).map((e) => e.rate); // with the tops of the jumps
     return Math.max(...v) - Math.min(...v);
   };
   assert.ok(swing(fast, '1/s') > 0.5, `1 s half-life swings ${swing(fast, '1/s')}`);
