@@ -170,7 +170,7 @@ function lockoutPoints(result: ReplayResult, sec: (ms: number) => number, origin
     points.push({ limiter: s.limiter, key: s.key, t: sec(first.from), value: admittedAt(first.from), label: `${s.lockouts.length > 1 ? 'first refused' : 'locked out'} at ${seconds(first.from - origin)}`, align: 'left' });
     const last = s.lockouts[s.lockouts.length - 1];
     if (last.to !== undefined) {
-      points.push({ limiter: s.limiter, key: s.key, t: sec(last.to), value: admittedAt(last.to), label: `${s.lockouts.length > 1 ? `${s.lockouts.length} lockouts; last let back in` : 'let back in'} at ${seconds(last.to - origin)}`, align: 'right' });
+      points.push({ limiter: s.limiter, key: s.key, t: sec(last.to), value: admittedAt(last.to), label: `let back in at ${seconds(last.to - origin)}${s.lockouts.length > 1 ? `\n(the last of ${s.lockouts.length} lockouts)` : ''}`, align: 'right' });
     }
   }
   return points;
@@ -184,7 +184,10 @@ function lockoutLayers(points: readonly LockoutPoint[]): unknown[] {
     { data: { values: points }, mark: { type: 'point', filled: true, size: 40, color: '#000000' }, encoding: enc },
     ...(['left', 'right'] as const).map((align) => ({
       data: { values: points.filter((p) => p.align === align) },
-      mark: { type: 'text', align, baseline: 'bottom', dx: align === 'left' ? 4 : -4, dy: -6, fontSize: 10, color: '#000000' },
+      // "locked out" above the admitted line, to the right of its point; "let back in" below it, to the left.
+      mark: align === 'left'
+        ? { type: 'text', align, baseline: 'bottom', dx: 4, dy: -6, fontSize: 10, color: '#000000' }
+        : { type: 'text', align, baseline: 'top', dx: -2, dy: 8, fontSize: 10, color: '#000000', lineBreak: '\n' },
       encoding: { ...enc, text: { field: 'label' } },
     })),
   ];
