@@ -10,7 +10,7 @@ import { parseDuration, type Duration } from '../core/duration.js';
 import { limiter as makeLimiter, Limiter, type LimiterOptions } from '../limiter.js';
 import { MemoryStore } from '../stores/memory.js';
 import { clientKeyDeriver, type ClientKeyOptions, type KeyDeriver } from './keys.js';
-import { limitField, partitionKey, policyField, problem, seconds, violated, type QuotaUnit } from './headers.js';
+import { LimitFieldWriter, partitionKey, policyField, problem, seconds, violated, type QuotaUnit } from './headers.js';
 
 export type { ClientKeyOptions } from './keys.js';
 export type { QuotaUnit } from './headers.js';
@@ -141,6 +141,7 @@ export class RateLimitCore<Req> {
   private readonly unit: QuotaUnit | undefined;
   /** policyValue — the RateLimit-Policy value (fixed for the limiter, unless `pk` makes it per client). */
   private readonly policyValue: string;
+  private readonly limitWriter: LimitFieldWriter;
   /** maxDelay — the shaping bound in ms; undefined: no shaping. */
   private readonly maxDelay: number | undefined;
   /** leaky — indexes of the policy's leakyBucket rules (the ones that report a delay). */
@@ -189,6 +190,7 @@ export class RateLimitCore<Req> {
     this.pk = bool(options.partitionKey, 'partitionKey', false);
     this.rules = this.limiter.policy.rules;
     this.policyValue = policyField(this.rules, this.unit);
+    this.limitWriter = new LimitFieldWriter(this.rules);
     this.leaky = [];
     this.rules.forEach((r, i) => { if (r.algorithm === 'leakyBucket') this.leaky.push(i); });
     if (options.shaping !== undefined) {
@@ -294,7 +296,7 @@ export class RateLimitCore<Req> {
     if (this.headers) {
       const pk = this.pk ? partitionKey(key) : undefined;
       headers.push(['RateLimit-Policy', pk ? policyField(this.rules, this.unit, pk) : this.policyValue]);
-      headers.push(['RateLimit', limitField(d, pk)]);
+      headers.push(['RateLimit', this.limitWriter.write(d, pk)]);
     }
     if (this.legacy) {
       headers.push(['X-RateLimit-Limit', String(Math.floor(d.limit))]);

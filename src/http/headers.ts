@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { serializeList, type Item, type Parameters } from 'structured-headers';
+import { serializeInteger, serializeList, serializeString, type Item, type Parameters } from 'structured-headers';
 import type { Decision, RuleOutcome } from '../core/types.js';
 import type { RuleConfig } from '../core/algorithms/common.js';
 
@@ -72,9 +72,34 @@ export function limitItems(d: Decision, pk?: Uint8Array): Item[] {
   return out;
 }
 
-/** limitField — the RateLimit field value for a decision. */
+/** limitField — the RateLimit field value for a decision (the general path: Items through serializeList). */
 export function limitField(d: Decision, pk?: Uint8Array): string {
   return serializeList(limitItems(d, pk));
+}
+
+/**
+ * LimitFieldWriter — the RateLimit field of one policy, on the hot path: each rule's name is serialized once
+ * (serializeString) and the per-request numbers by serializeInteger, joined with the list and parameter syntax
+ * of RFC 9651 (`, `, `;`, `=`). Byte for byte what {@link limitField} gives (a test holds it to that), without
+ * building a Map per rule per request.
+ */
+export class LimitFieldWriter {
+  /** names — the sf-string of each rule's name, in policy order. */
+  private readonly names: string[];
+  constructor(rules: readonly RuleConfig[]) {
+    this.names = rules.map((r) => serializeString(r.name));
+  }
+
+  write(d: Decision, pk?: Uint8Array): string {
+    if (pk !== undefined || d.reason === 'blocked' || d.reason === 'dry-run' || d.rules.length !== this.names.length) return limitField(d, pk);
+    let out = '';
+    for (let i = 0; i < d.rules.length; i++) {
+      const r = d.rules[i];
+      const t = seconds(r.allowed ? r.resetAfter : r.retryAfter);
+      out += (i === 0 ? '' : ', ') + this.names[i] + ';r=' + serializeInteger(integer(r.remaining)) + (t === undefined ? '' : ';t=' + serializeInteger(t));
+    }
+    return out;
+  }
 }
 
 /**

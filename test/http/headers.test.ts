@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { parseList, type Item } from 'structured-headers';
 import { limiter, rules } from '../../src/index.js';
-import { limitField, policyField, partitionKey, seconds } from '../../src/http/headers.js';
+import { LimitFieldWriter, limitField, policyField, partitionKey, seconds } from '../../src/http/headers.js';
 
 const parse = (v: string) => parseList(v).map((m) => [(m as Item)[0], Object.fromEntries((m as Item)[1])]);
 
@@ -30,16 +30,18 @@ describe('headers', () => {
   it('RateLimit of every decision a real limiter makes parses, with integer r, t >= 0 (property)', () => {
     const policy = [
       rules.tokenBucket({ limit: 5, per: '1s', name: 'tb' }), rules.slidingWindow({ limit: 20, per: '1m', name: 'sw' }),
-      rules.earrrl({ limit: 3, per: '1s', halfLife: '2s', name: 'avg' }), rules.leakyBucket({ limit: 4, per: '500ms', name: 'lb' }),
+      rules.earrrl({ limit: 3, per: '1s', halfLife: '2s', name: 'avg "x" \\' }), rules.leakyBucket({ limit: 4, per: '500ms', name: 'lb' }),
     ];
     fc.assert(fc.property(fc.array(fc.tuple(fc.integer({ min: 0, max: 3000 }), fc.integer({ min: 0, max: 7 })), { maxLength: 40 }), (steps) => {
       let t = 1_700_000_000_000;
       const lim = limiter({ rules: policy, clock: { now: () => t } });
+      const writer = new LimitFieldWriter(lim.policy.rules);
       for (const [dt, cost] of steps) {
         t += dt;
         const d = lim.checkSync('k', { cost });
+        assert.equal(writer.write(d), limitField(d), 'the hot path writes what serializeList writes');
         const got = parse(limitField(d)) as [string, Record<string, number>][];
-        assert.deepEqual(got.map(([n]) => n), ['tb', 'sw', 'avg', 'lb']);
+        assert.deepEqual(got.map(([n]) => n), ['tb', 'sw', 'avg "x" \\', 'lb']);
         got.forEach(([, p], i) => {
           assert.ok(Number.isInteger(p.r) && p.r >= 0);
           assert.equal(p.r, Math.floor(d.rules[i].remaining));

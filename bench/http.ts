@@ -1,0 +1,132 @@
+/**
+ * bench/http — the HTTP middleware against its anchors, side by side in one run (`npm run bench http`):
+ * bare Express vs Express + express-rate-limit vs Express + ratekeeper, and bare Fastify vs Fastify +
+ * @fastify/rate-limit vs Fastify + ratekeeper, all on memory stores. Every server runs in its own process and
+ * autocannon (the load generator) in this one, on loopback. Requests rotate over KEYS client keys (an x-client
+ * header, read by every limiter's key function) with limits no key reaches: nothing is rejected, and the run
+ * fails if anything is. Rounds alternate the servers so that drift on a shared machine hits them all alike;
+ * the table reports the median round of each.
+ *
+ * Environment: BENCH_SECONDS (5), BENCH_WARMUP (2), BENCH_ROUNDS (3), BENCH_CONNECTIONS (16).
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { fileURLToPath } from 'node:url';
+import autocannon, { type Result } from 'autocannon';
+
+const KEYS = 10_000;
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
+const WARMUP = Number(process.env.BENCH_WARMUP ?? 2);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 16);
+const LIMIT = 1_000_000_000; // per minute and key: never reached
+
+const SERVERS = ['express', 'express + express-rate-limit', 'express + ratekeeper', 'fastify', 'fastify + @fastify/rate-limit', 'fastify + ratekeeper'] as const;
+type ServerName = (typeof SERVERS)[number];
+
+/** serve — the server side (a child process): listens on a free loopback port and prints it. */
+async function serve(name: ServerName): Promise<void> {
+  const keyOf = (headers: Record<string, string | string[] | undefined>): string => String(headers['x-client'] ?? 'none');
+  let port: number;
+  if (name.startsWith('express')) {
+    const { default: express } = await import('express');
+    const app = express();
+    if (name === 'express + express-rate-limit') {
+      const { rateLimit } = await import('express-rate-limit');
+      app.use(rateLimit({ windowMs: 60_000, limit: LIMIT, keyGenerator: (req) => keyOf(req.headers), validate: false }));
+    } else if (name === 'express + ratekeeper') {
+      const { rateLimit } = await import('../src/http/express.js');
+      const { rules } = await import('../src/index.js');
+      app.use(rateLimit({ rules: [rules.fixedWindow({ limit: LIMIT, per: '1m' })], key: (req) => keyOf(req.headers) }));
+    }
+    app.get('/', (_req, res) => { res.send('ok'); });
+    const server = app.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    port = (server.address() as { port: number }).port;
+  } else {
+    const { default: Fastify } = await import('fastify');
+    const app = Fastify();
+    if (name === 'fastify + @fastify/rate-limit') {
+      const { default: plugin } = await import('@fastify/rate-limit');
+      await app.register(plugin, { max: LIMIT, timeWindow: 60_000, keyGenerator: (req) => keyOf(req.headers) });
+    } else if (name === 'fastify + ratekeeper') {
+      const { ratekeeperPlugin } = await import('../src/http/fastify.js');
+      const { rules } = await import('../src/index.js');
+      await app.register(ratekeeperPlugin, { rules: [rules.fixedWindow({ limit: LIMIT, per: '1m' })], key: (req) => keyOf(req.headers) });
+    }
+    app.get('/', async () => 'ok');
+    await app.listen({ port: 0, host: '127.0.0.1' });
+    port = (app.server.address() as { port: number }).port;
+  }
+  process.stdout.write(`${port}\n`);
+}
+
+/** start — a server process, and its port once it listens. */
+async function start(name: ServerName): Promise<{ child: ChildProcess; port: number }> {
+  const child = spawn(process.execPath, [fileURLToPath(import.meta.url), '--serve', name], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const [chunk] = (await once(child.stdout!, 'data')) as [Buffer];
+  return { child, port: Number(chunk.toString().trim()) };
+}
+
+async function load(port: number, duration: number): Promise<Result> {
+  let i = 0;
+  return autocannon({
+    url: `http://127.0.0.1:${port}/`,
+    connections: CONNECTIONS,
+    duration,
+    requests: [{ method: 'GET', path: '/', setupRequest: (req) => ({ ...req, headers: { 'x-client': `client-${(i++ % KEYS)}` } }) }],
+  });
+}
+
+async function measure(name: ServerName): Promise<number> {
+  const { child, port } = await start(name);
+  try {
+    if (WARMUP > 0) await load(port, WARMUP);
+    const r = await load(port, SECONDS);
+    if (r.non2xx > 0 || r.errors > 0 || r.timeouts > 0) throw new Error(`${name}: ${r.non2xx} non-2xx, ${r.errors} errors, ${r.timeouts} timeouts — the run is void`);
+    return r.requests.total / SECONDS;
+  } finally {
+    child.kill('SIGTERM');
+    await once(child, 'exit');
+  }
+}
+
+const median = (xs: number[]): number => { const s = [...xs].sort((a, b) => a - b); return s[Math.floor(s.length / 2)]; };
+const fmt = (n: number): string => Math.round(n).toLocaleString('en-US');
+const pct = (x: number): string => `${(x * 100).toFixed(1)} %`;
+
+async function main(): Promise<void> {
+  const runs = new Map<ServerName, number[]>(SERVERS.map((s) => [s, []]));
+  for (let round = 0; round < ROUNDS; round++) {
+    for (const s of SERVERS) runs.get(s)!.push(await measure(s));
+    console.error(`round ${round + 1}/${ROUNDS}: ${SERVERS.map((s) => `${s} ${fmt(runs.get(s)![round])}`).join(', ')}`);
+  }
+  const rps = (s: ServerName) => median(runs.get(s)!);
+  console.log(`HTTP middleware, ${CONNECTIONS} connections, ${SECONDS} s per run after ${WARMUP} s warm-up, median of ${ROUNDS} alternating rounds, ${KEYS} keys round-robin, nothing rejected; node ${process.version}\n`);
+  console.log('| server | req/s (median) | rounds | vs bare framework | vs the framework\'s usual limiter |');
+  console.log('|---|---:|---|---:|---:|');
+  for (const s of SERVERS) {
+    const bare = s.startsWith('express') ? 'express' : 'fastify';
+    const anchor: ServerName = bare === 'express' ? 'express + express-rate-limit' : 'fastify + @fastify/rate-limit';
+    const vsBare = s === bare ? '' : `${(rps(s) / rps(bare)).toFixed(3)}× (overhead ${pct(1 - rps(s) / rps(bare))})`;
+    const vsAnchor = s.endsWith('ratekeeper') ? `${(rps(s) / rps(anchor)).toFixed(3)}×` : '';
+    console.log(`| ${s} | ${fmt(rps(s))} | ${runs.get(s)!.map(fmt).join(' / ')} | ${vsBare} | ${vsAnchor} |`);
+  }
+  const ex = rps('express + ratekeeper') / rps('express + express-rate-limit');
+  const fa = rps('fastify + ratekeeper') / rps('fastify + @fastify/rate-limit');
+  const exo = 1 - rps('express + ratekeeper') / rps('express');
+  const fao = 1 - rps('fastify + ratekeeper') / rps('fastify');
+  console.log('\n| target | measured | met |');
+  console.log('|---|---:|---|');
+  console.log(`| express + ratekeeper >= 1.2× express + express-rate-limit | ${ex.toFixed(3)}× | ${ex >= 1.2 ? 'yes' : 'no'} |`);
+  console.log(`| fastify + ratekeeper >= 1.2× fastify + @fastify/rate-limit | ${fa.toFixed(3)}× | ${fa >= 1.2 ? 'yes' : 'no'} |`);
+  console.log(`| express overhead <= 10 % of bare express | ${pct(exo)} | ${exo <= 0.1 ? 'yes' : 'no'} |`);
+  console.log(`| fastify overhead <= 10 % of bare fastify | ${pct(fao)} | ${fao <= 0.1 ? 'yes' : 'no'} |`);
+}
+
+const at = process.argv.indexOf('--serve');
+if (at !== -1) {
+  serve(process.argv[at + 1] as ServerName).catch((e) => { console.error(e); process.exit(1); });
+} else {
+  main().catch((e) => { console.error(e); process.exit(1); });
+}
