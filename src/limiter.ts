@@ -6,6 +6,7 @@ import { parseDuration, type Duration } from './core/duration.js';
 import { RatekeeperError, show } from './core/errors.js';
 import { MemoryStore } from './stores/memory.js';
 import type { BoundStore, Store } from './stores/types.js';
+import { DenialCache, type DenialCacheOptions } from './denialCache.js';
 
 /** LimiterOptions — a limiter's policy, store and clock. */
 export interface LimiterOptions {
@@ -21,6 +22,15 @@ export interface LimiterOptions {
   dryRun?: boolean;
   /** clock — ms; read once per call unless the call passes `now`. A step back is clamped. @default Date */
   clock?: Clock;
+  /**
+   * denialCache — answer a key that was just refused in-process, without asking the store, until its retryAfter
+   * has passed (saves a Redis round trip per request of an abuser). Active only where that is exact: every rule
+   * leaky and not dry-run (otherwise `limiter.denialCache` is undefined); only `'limited'` refusals with a finite
+   * retryAfter, for requests of the same cost. A reset, unblock or exempt of the key by this limiter drops
+   * its entry; by another process, it is seen once the entry ends. @default false
+   * @example limiter({ rules, store: redisStore({ client }), denialCache: { maxKeys: 10_000 } })
+   */
+  denialCache?: boolean | DenialCacheOptions;
 }
 
 /** CheckOptions — one request. */
@@ -59,6 +69,8 @@ export class Limiter {
   private readonly clock: Clock;
   /** last — the latest time read from the clock; a clock that steps back is clamped to it. */
   private last = -Infinity;
+  /** denialCache — the local cache of denials, when enabled and exact for this policy. */
+  readonly denialCache: DenialCache | undefined;
 
   constructor(options: LimiterOptions) {
     if (typeof options !== 'object' || options === null) throw new RatekeeperError(`limiter takes an options object with rules, got ${show(options)}`);
@@ -75,17 +87,32 @@ export class Limiter {
     }
     this.store = store;
     this.bound = store.attach(this.policy);
+    const dc = options.denialCache;
+    if (dc !== undefined && dc !== false && DenialCache.eligible(this.policy)) this.denialCache = new DenialCache(dc === true ? {} : dc);
   }
 
   /** check — decides one request of `key` and charges it when admitted. Rejects only on misuse (bad key, cost or now). */
   check(key: string, options?: CheckOptions): Promise<Decision> {
     try {
       const cost = cost_(options);
-      const d = this.bound.evaluate(key_(key), cost, this.time(options));
+      const k = key_(key);
+      const now = this.time(options);
+      const cache = this.denialCache;
+      if (cache !== undefined) return this.cached(cache, k, cost, now, now ?? this.tick());
+      const d = this.bound.evaluate(k, cost, now);
       return this.bound.sync ? Promise.resolve(d as Decision) : (d as Promise<Decision>);
     } catch (e) {
       return Promise.reject(e);
     }
+  }
+
+  /** cached — check through the denial cache: a hit answers locally; a refusal from the store is remembered. */
+  private async cached(cache: DenialCache, k: string, cost: number, now: number | undefined, local: number): Promise<Decision> {
+    const hit = cache.get(k, cost, local);
+    if (hit !== undefined) return hit;
+    const d = await this.bound.evaluate(k, cost, now);
+    cache.put(k, cost, local, d);
+    return d;
   }
 
   /** checkSync — `check` without the promise, for synchronous stores. Throws on misuse or an asynchronous store. */
@@ -102,12 +129,14 @@ export class Limiter {
 
   /** reset — forgets `key`'s rule state; blocks and exemptions stay. */
   async reset(key: string): Promise<void> {
+    this.denialCache?.delete(key);
     await this.bound.reset(key_(key));
   }
 
   /** block — refuses `key` (for a while, or until `unblock`), charging no rule. The later of block/exempt wins. */
   async block(key: string, options: BlockOptions = {}): Promise<void> {
     const k = key_(key);
+    this.denialCache?.delete(k);
     const ms = options.for === undefined ? Infinity : parseDuration(options.for, 'block.for');
     if (options.reason !== undefined && typeof options.reason !== 'string') {
       throw new RatekeeperError(`block.reason must be a string, got ${show(options.reason)}`, 'ERR_ARGUMENT');
@@ -117,6 +146,7 @@ export class Limiter {
 
   /** unblock — lifts `key`'s block, if it has one. */
   async unblock(key: string): Promise<void> {
+    this.denialCache?.delete(key);
     await this.bound.clearOverride(key_(key), 'block');
   }
 
@@ -124,6 +154,7 @@ export class Limiter {
   async exempt(key: string, options: ExemptOptions = {}): Promise<void> {
     const k = key_(key);
     const ms = options.for === undefined ? Infinity : parseDuration(options.for, 'exempt.for');
+    this.denialCache?.delete(k);
     await this.bound.setOverride(k, { kind: 'exempt', for: ms }, this.overrideTime());
   }
 
