@@ -49,6 +49,7 @@ Options:
   --time-unit s|ms       the unit of the trace's numeric timestamps                        default: s
   --key KEY              the key of trace rows without one                                 default: client
   --name NAME            the output files' base name for a trace            default: the trace file's name
+  --no-plot              write the CSV only (no need for vega and vega-lite)
   --help, -h             this text
   --version              the version
 
@@ -93,6 +94,7 @@ interface Flags {
   'time-unit'?: string;
   key?: string;
   name?: string;
+  'no-plot'?: boolean;
   help?: boolean;
   version?: boolean;
 }
@@ -207,10 +209,10 @@ async function simulateCommand(positionals: string[], flags: Flags): Promise<num
     if (e instanceof RatekeeperError) usage(e.message.replace(/^ratekeeper: /, ''));
     throw e;
   }
-  const paths = await writeSimulation(sim, outDir);
+  const paths = await writeSimulation(sim, outDir, { plot: !flags['no-plot'] });
   const origin = input.origin ?? 0;
   const when = origin === 0 ? [] : [`(times in seconds since ${new Date(origin).toISOString()})`];
-  const out = [`${input.name}: ${input.title}`, ...when, ...sim.lines, `wrote ${paths.svg} and ${paths.csv}`];
+  const out = [`${input.name}: ${input.title}`, ...when, ...sim.lines, paths.svg ? `wrote ${paths.svg} and ${paths.csv}` : `wrote ${paths.csv}`];
   process.stdout.write(out.join('\n') + '\n');
   return 0;
 }
@@ -241,6 +243,7 @@ async function main(argv: string[]): Promise<number> {
         'time-unit': { type: 'string' },
         key: { type: 'string' },
         name: { type: 'string' },
+        'no-plot': { type: 'boolean' },
         help: { type: 'boolean', short: 'h' },
         version: { type: 'boolean' },
       },

@@ -57,12 +57,17 @@ export function simulate(input: SimulationInput): Simulation {
   return { name: input.name, result, summaries, lines: describe(summaries, { origin: input.origin }), spec };
 }
 
-/** writeSimulation — writes `<name>.csv` and `<name>.svg` into `dir` (created if missing); returns their paths. */
-export async function writeSimulation(sim: Simulation, dir: string): Promise<{ csv: string; svg: string }> {
-  const svg = await renderSvg(sim.spec);
+/**
+ * writeSimulation — writes `<name>.csv` and, unless `plot` is false, `<name>.svg` into `dir` (created if missing);
+ * returns their paths. The plot is rendered first, so nothing is written when vega is missing.
+ */
+export async function writeSimulation(sim: Simulation, dir: string, options: { plot?: boolean } = {}): Promise<{ csv: string; svg?: string }> {
+  const svg = options.plot === false ? undefined : await renderSvg(sim.spec);
   await mkdir(dir, { recursive: true });
-  const paths = { csv: join(dir, `${sim.name}.csv`), svg: join(dir, `${sim.name}.svg`) };
-  await writeFile(paths.csv, resultCsv(sim.result));
-  await writeFile(paths.svg, svg);
-  return paths;
+  const csv = join(dir, `${sim.name}.csv`);
+  await writeFile(csv, resultCsv(sim.result));
+  if (svg === undefined) return { csv };
+  const path = join(dir, `${sim.name}.svg`);
+  await writeFile(path, svg);
+  return { csv, svg: path };
 }

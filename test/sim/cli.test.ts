@@ -237,7 +237,39 @@ test('without vega and vega-lite installed: a clear message, exit 1, nothing wri
     assert.equal(r.code, 1, r.stderr);
     assert.match(r.stderr, /^ratekeeper: the simulator's plots need the optional peer dependencies vega and vega-lite: npm install vega vega-lite/);
     assert.equal(existsSync(join(dir, 'o')), false);
+    // --no-plot does without them: the CSV only.
+    const csvOnly = await new Promise<Run>((resolve) => {
+      execFile(process.execPath, ['--import', `data:text/javascript,${encodeURIComponent(register)}`, CLI, 'simulate', 'abuser', '--no-plot', '--out', join(dir, 'o')], { timeout: 30_000 }, (error, stdout, stderr) => {
+        resolve({ code: error ? (typeof error.code === 'number' ? error.code : -1) : 0, stdout, stderr });
+      });
+    });
+    assert.equal(csvOnly.code, 0, csvOnly.stderr);
+    assert.match(csvOnly.stdout, /wrote \S*abuser\.csv\n$/);
+    assert.deepEqual(await readdir(join(dir, 'o')), ['abuser.csv']);
   } finally {
     await rm(dir, { recursive: true, force: true });
+  }
+});
+
+test('the examples of docs/simulator.md run: its trace and every ratekeeper command in it (CSV only, for speed)', async () => {
+  const doc = await readFile(fileURLToPath(new URL('../../../docs/simulator.md', import.meta.url)), 'utf8');
+  const csv = /```csv\n([\s\S]*?)```/.exec(doc);
+  assert.ok(csv, 'the doc has an example trace');
+  // Commands, with their backslash continuations joined; `npx ratekeeper` and `ratekeeper` alike.
+  const commands = [...doc.matchAll(/```sh\n([\s\S]*?)```/g)]
+    .flatMap((m) => m[1].replace(/\\\n\s*/g, '').split('\n'))
+    .map((line) => line.replace(/\s+#.*$/, '').trim())
+    .filter((line) => /^(npx )?ratekeeper /.test(line))
+    .map((line) => line.replace(/^(npx )?ratekeeper /, ''));
+  assert.ok(commands.length >= 5, `found ${commands.length} commands`);
+  // Each command in its own directory with the example trace, all at once.
+  const dirs = await Promise.all(commands.map(() => tempDir()));
+  try {
+    await Promise.all(dirs.map((dir) => writeFile(join(dir, 'requests.csv'), csv[1])));
+    const argv = (command: string): string[] => [...command.matchAll(/'([^']*)'|(\S+)/g)].map((m) => m[1] ?? m[2]);
+    const results = await Promise.all(commands.map((command, i) => run([...argv(command), ...(command === 'help' ? [] : ['--no-plot'])], dirs[i])));
+    results.forEach((r, i) => assert.equal(r.code, 0, `ratekeeper ${commands[i]}: ${r.stderr}`));
+  } finally {
+    await Promise.all(dirs.map((dir) => rm(dir, { recursive: true, force: true })));
   }
 });
