@@ -62,7 +62,7 @@ export function figureSpec(result: ReplayResult, options: FigureOptions): VegaLi
 
   for (const figure of options.figures) {
     if (figure === 'cumulative') {
-      datasets.cumulative = cumulativeRows(result, keys, sec);
+      datasets.cumulative = thin(cumulativeRows(result, keys, sec), (r) => `${r.limiter}\u0000${r.key}\u0000${r.series}`, x0, x1);
       const lockouts = lockoutPoints(result, sec, origin);
       const rows = keys.map((key) => ({
         hconcat: result.limiters.map((l) => ({
@@ -89,7 +89,7 @@ export function figureSpec(result: ReplayResult, options: FigureOptions): VegaLi
     } else {
       const series = estimateSeries(result);
       if (series.length === 0) continue; // no rule measures a rate: nothing to draw
-      datasets.estimates = estimateRows(result, keys, sec, series);
+      datasets.estimates = thin(estimateRows(result, keys, sec, series), (r) => `${r.key}\u0000${r.series}`, x0, x1);
       const truth = options.truth ?? [];
       const limits = options.showLimit === false ? [] : limitLines(result, series);
       const domain = [...series.map((s) => s.label), ...(truth.length > 0 ? ['true rate'] : []), ...(limits.length > 0 ? ['limit'] : [])];
@@ -193,6 +193,58 @@ function lockoutLayers(points: readonly LockoutPoint[]): unknown[] {
   ];
 }
 
+/** Row — one point of a line: its series, time (s) and value. */
+interface Row {
+  limiter?: string;
+  key: string;
+  series: string;
+  t: number;
+  value: number;
+  seq?: number;
+}
+
+/**
+ * thin — at most `buckets` slices of [x0, x1] per line, keeping in each slice only the first, last, lowest and
+ * highest points (M4 aggregation), in their order: the drawn line is the same to the pixel, and the SVG of a long
+ * trace stays small. Lines with fewer points than 4 × buckets are left whole.
+ */
+function thin(rows: Row[], line: (r: Row) => string, x0: number, x1: number, buckets = 1500): Row[] {
+  const groups = new Map<string, number[]>();
+  rows.forEach((r, i) => {
+    const id = line(r);
+    let g = groups.get(id);
+    if (!g) groups.set(id, (g = []));
+    g.push(i);
+  });
+  const keep = new Uint8Array(rows.length);
+  const width = (x1 - x0) / buckets || 1;
+  for (const g of groups.values()) {
+    if (g.length <= 4 * buckets) {
+      for (const i of g) keep[i] = 1;
+      continue;
+    }
+    let bucket = NaN;
+    let first = -1, last = -1, lo = -1, hi = -1;
+    const flush = (): void => {
+      if (first >= 0) keep[first] = keep[last] = keep[lo] = keep[hi] = 1;
+    };
+    for (const i of g) {
+      const b = Math.floor((rows[i].t - x0) / width);
+      if (b !== bucket) {
+        flush();
+        bucket = b;
+        first = last = lo = hi = i;
+        continue;
+      }
+      last = i;
+      if (rows[i].value < rows[lo].value) lo = i;
+      if (rows[i].value > rows[hi].value) hi = i;
+    }
+    flush();
+  }
+  return rows.filter((_, i) => keep[i] === 1);
+}
+
 /** busiest — the keys with the most cost sent (under the first limiter), at most `max`, in first-appearance order. */
 function busiest(result: ReplayResult, max: number): string[] {
   if (result.keys.length <= max) return result.keys;
@@ -204,9 +256,9 @@ function busiest(result: ReplayResult, max: number): string[] {
 }
 
 /** cumulativeRows — sent and admitted so far, per limiter and key, starting from 0 at `from`. */
-function cumulativeRows(result: ReplayResult, keys: readonly string[], sec: (ms: number) => number): unknown[] {
+function cumulativeRows(result: ReplayResult, keys: readonly string[], sec: (ms: number) => number): Row[] {
   const wanted = new Set(keys);
-  const rows: unknown[] = [];
+  const rows: Row[] = [];
   for (const l of result.limiters) {
     for (const key of keys) {
       rows.push({ limiter: l.name, key, t: sec(result.from), series: 'sent', value: 0 }, { limiter: l.name, key, t: sec(result.from), series: 'admitted', value: 0 });
@@ -247,13 +299,13 @@ function estimateSeries(result: ReplayResult): Series[] {
   return list;
 }
 
-function estimateRows(result: ReplayResult, keys: readonly string[], sec: (ms: number) => number, series: readonly Series[]): unknown[] {
+function estimateRows(result: ReplayResult, keys: readonly string[], sec: (ms: number) => number, series: readonly Series[]): Row[] {
   const wanted = new Set(keys);
   const label = new Map(series.map((s) => [`${s.limiter}\u0000${s.rule}`, s.label]));
   // seq keeps the replay's order: a grid sample at t (before the requests at t), then the peek after a request at t.
-  const rows: unknown[] = [];
+  const rows: Row[] = [];
   result.estimates.forEach((e, seq) => {
-    if (wanted.has(e.key)) rows.push({ key: e.key, t: sec(e.t), seq, series: label.get(`${e.limiter}\u0000${e.rule}`), value: e.rate });
+    if (wanted.has(e.key)) rows.push({ key: e.key, t: sec(e.t), seq, series: label.get(`${e.limiter}\u0000${e.rule}`) as string, value: e.rate });
   });
   return rows;
 }
