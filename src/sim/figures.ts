@@ -60,7 +60,9 @@ export function figureSpec(result: ReplayResult, options: FigureOptions): VegaLi
   const datasets: Record<string, unknown[]> = {};
   const sections: VegaLiteSpec[] = [];
 
-  for (const figure of options.figures) {
+  // Estimates alone, and no rule measures a rate: show what was admitted instead of nothing.
+  const figures = options.figures.some((f) => f === 'cumulative') || result.estimates.length > 0 ? options.figures : [...options.figures, 'cumulative' as const];
+  for (const figure of figures) {
     if (figure === 'cumulative') {
       datasets.cumulative = thin(cumulativeRows(result, keys, sec), (r) => `${r.limiter}\u0000${r.key}\u0000${r.series}`, x0, x1);
       const lockouts = lockoutPoints(result, sec, origin);

@@ -122,6 +122,14 @@ export function scenario(name: string, options: ScenarioOptions = {}): Scenario 
     default:
       throw new RatekeeperError(`unknown scenario ${show(name)}: choose one of ${Object.keys(SCENARIOS).join(', ')}, or replay your own with --trace file.csv`, 'ERR_ARGUMENT');
   }
-  if (options.limiters) s.limiters = options.limiters;
+  if (options.limiters) {
+    // Other limiters: the title names the trace, and the plot shows what they admitted, then any estimates.
+    s.limiters = options.limiters;
+    if (s.figures[0] === 'estimates') {
+      s.title = 'Three clients at 10/s, 1/s and 0.1/s from t=50 s to t=200 s';
+      s.figures = ['cumulative', 'estimates'];
+      s.markers = s.markers.filter((m) => m.label !== '+1 half-life'); // of the scenario's own EARRRL
+    }
+  }
   return s;
 }

@@ -55,3 +55,11 @@ test('a short replay is drawn whole', () => {
   const spec = figureSpec(result, { title: 't', figures: ['estimates'] });
   assert.equal((spec.datasets as { estimates: unknown[] }).estimates.length, result.estimates.length);
 });
+
+test('estimates asked for but no rule measures a rate: the plot shows what was admitted instead', () => {
+  const { trace } = periodic({ key: 'c', rate: 2, start: 0, end: 10_000 });
+  const result = replay(trace, { limiters: [{ name: 'w', rules: [rules.fixedWindow({ limit: 5, per: '10s' })] }], sampleEvery: 500 });
+  const spec = figureSpec(result, { title: 't', figures: ['estimates'] });
+  assert.equal((spec.vconcat as unknown[]).length, 1);
+  assert.equal((spec.datasets as { cumulative: unknown[] }).cumulative.length, 2 + 2 * 20 + 2);
+});
