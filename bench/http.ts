@@ -4,10 +4,14 @@
  * @fastify/rate-limit vs Fastify + ratekeeper, all on memory stores. Every server runs in its own process and
  * autocannon (the load generator) in this one, on loopback. Requests rotate over KEYS client keys (an x-client
  * header, read by every limiter's key function) with limits no key reaches: nothing is rejected, and the run
- * fails if anything is. Rounds alternate the servers so that drift on a shared machine hits them all alike;
- * the table reports the median round of each.
+ * fails if anything is. Rounds alternate the servers, each round starting one server later, so that drift on a
+ * shared machine hits them all alike; the table reports the median round of each.
  *
- * Environment: BENCH_SECONDS (5), BENCH_WARMUP (2), BENCH_ROUNDS (3), BENCH_CONNECTIONS (16).
+ * Two load shapes: one request at a time per connection (what most clients do), and 10 pipelined requests per
+ * connection (the server spends less per request on I/O, so what the middleware costs shows more).
+ *
+ * Environment: BENCH_SECONDS (5), BENCH_WARMUP (2), BENCH_ROUNDS (3), BENCH_CONNECTIONS (16), BENCH_PIPELINING
+ * ("1,10": the shapes to run).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
@@ -19,6 +23,7 @@ const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
 const WARMUP = Number(process.env.BENCH_WARMUP ?? 2);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 16);
+const PIPELINING = (process.env.BENCH_PIPELINING ?? '1,10').split(',').map(Number);
 const LIMIT = 1_000_000_000; // per minute and key: never reached
 
 const SERVERS = ['express', 'express + express-rate-limit', 'express + ratekeeper', 'fastify', 'fastify + @fastify/rate-limit', 'fastify + ratekeeper'] as const;
@@ -68,21 +73,22 @@ async function start(name: ServerName): Promise<{ child: ChildProcess; port: num
   return { child, port: Number(chunk.toString().trim()) };
 }
 
-async function load(port: number, duration: number): Promise<Result> {
+async function load(port: number, duration: number, pipelining: number): Promise<Result> {
   let i = 0;
   return autocannon({
     url: `http://127.0.0.1:${port}/`,
     connections: CONNECTIONS,
+    pipelining,
     duration,
     requests: [{ method: 'GET', path: '/', setupRequest: (req) => ({ ...req, headers: { 'x-client': `client-${(i++ % KEYS)}` } }) }],
   });
 }
 
-async function measure(name: ServerName): Promise<number> {
+async function measure(name: ServerName, pipelining: number): Promise<number> {
   const { child, port } = await start(name);
   try {
-    if (WARMUP > 0) await load(port, WARMUP);
-    const r = await load(port, SECONDS);
+    if (WARMUP > 0) await load(port, WARMUP, pipelining);
+    const r = await load(port, SECONDS, pipelining);
     if (r.non2xx > 0 || r.errors > 0 || r.timeouts > 0) throw new Error(`${name}: ${r.non2xx} non-2xx, ${r.errors} errors, ${r.timeouts} timeouts — the run is void`);
     return r.requests.total / SECONDS;
   } finally {
@@ -95,14 +101,19 @@ const median = (xs: number[]): number => { const s = [...xs].sort((a, b) => a - 
 const fmt = (n: number): string => Math.round(n).toLocaleString('en-US');
 const pct = (x: number): string => `${(x * 100).toFixed(1)} %`;
 
-async function main(): Promise<void> {
+async function table(pipelining: number): Promise<void> {
   const runs = new Map<ServerName, number[]>(SERVERS.map((s) => [s, []]));
   for (let round = 0; round < ROUNDS; round++) {
-    for (const s of SERVERS) runs.get(s)!.push(await measure(s));
-    console.error(`round ${round + 1}/${ROUNDS}: ${SERVERS.map((s) => `${s} ${fmt(runs.get(s)![round])}`).join(', ')}`);
+    // each round starts with the next server, so no server always runs first (or right after the same one)
+    for (let k = 0; k < SERVERS.length; k++) {
+      const s = SERVERS[(round + k) % SERVERS.length];
+      runs.get(s)!.push(await measure(s, pipelining));
+    }
+    console.error(`pipelining ${pipelining}, round ${round + 1}/${ROUNDS}: ${SERVERS.map((s) => `${s} ${fmt(runs.get(s)![round])}`).join(', ')}`);
   }
   const rps = (s: ServerName) => median(runs.get(s)!);
-  console.log(`HTTP middleware, ${CONNECTIONS} connections, ${SECONDS} s per run after ${WARMUP} s warm-up, median of ${ROUNDS} alternating rounds, ${KEYS} keys round-robin, nothing rejected; node ${process.version}\n`);
+  console.log(`\n### ${CONNECTIONS} connections, pipelining ${pipelining}\n`);
+  console.log(`${SECONDS} s per run after ${WARMUP} s warm-up, median of ${ROUNDS} alternating rounds, ${KEYS} keys round-robin, nothing rejected; node ${process.version}\n`);
   console.log('| server | req/s (median) | rounds | vs bare framework | vs the framework\'s usual limiter |');
   console.log('|---|---:|---|---:|---:|');
   for (const s of SERVERS) {
@@ -122,6 +133,11 @@ async function main(): Promise<void> {
   console.log(`| fastify + ratekeeper >= 1.2× fastify + @fastify/rate-limit | ${fa.toFixed(3)}× | ${fa >= 1.2 ? 'yes' : 'no'} |`);
   console.log(`| express overhead <= 10 % of bare express | ${pct(exo)} | ${exo <= 0.1 ? 'yes' : 'no'} |`);
   console.log(`| fastify overhead <= 10 % of bare fastify | ${pct(fao)} | ${fao <= 0.1 ? 'yes' : 'no'} |`);
+}
+
+async function main(): Promise<void> {
+  console.log('HTTP middleware on memory stores: bare framework, its usual rate limiter, ratekeeper (default headers of each).');
+  for (const p of PIPELINING) await table(p);
 }
 
 const at = process.argv.indexOf('--serve');

@@ -14,7 +14,6 @@ export * from './headers.js';
 export { clientKeyDeriver, type KeyDeriver } from './keys.js';
 
 declare global {
-  // eslint-disable-next-line @typescript-eslint/no-namespace
   namespace Express {
     interface Request {
       /** rateLimit — ratekeeper's decision for this request (absent when skipped or on a limiter error). */
