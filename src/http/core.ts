@@ -293,12 +293,14 @@ export class RateLimitCore<Req> {
   verdict(d: Decision, key: string): Verdict {
     if (d.reason === 'exempt') return { kind: 'pass', status: 200, headers: [], delay: 0, decision: d, key };
     const headers: [string, string][] = [];
-    if (this.headers) {
+    // a store that could not decide knows no quota: no RateLimit fields rather than made-up zeros
+    const known = d.reason !== 'store-unavailable';
+    if (this.headers && known) {
       const pk = this.pk ? partitionKey(key) : undefined;
       headers.push(['RateLimit-Policy', pk ? policyField(this.rules, this.unit, pk) : this.policyValue]);
       headers.push(['RateLimit', this.limitWriter.write(d, pk)]);
     }
-    if (this.legacy) {
+    if (this.legacy && known) {
       headers.push(['X-RateLimit-Limit', String(Math.floor(d.limit))]);
       headers.push(['X-RateLimit-Remaining', String(Math.max(0, Math.floor(d.remaining)))]);
       const reset = d.resetAfter < Infinity ? Math.ceil((this.now() + d.resetAfter) / 1000) : undefined;

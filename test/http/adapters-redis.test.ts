@@ -59,12 +59,15 @@ describe('http when Redis goes away: the store failure policy decides, the serve
         assert.equal(deny.status, 503);
         assert.equal(deny.headers['retry-after'], '1');
         assert.match(String(deny.headers['content-type']), /^application\/problem\+json/);
+        assert.equal(deny.headers.ratelimit, undefined, 'no quota is known: no RateLimit field');
         for (let i = 0; i < 2; i++) {
           const allow = await request(app.url + '/allow');
-          assert.equal(allow.status, 200);
-          assert.ok(items(allow, 'RateLimit').m !== undefined);
+          assert.equal(allow.status, 200, 'fails open');
+          assert.equal(allow.headers.ratelimit, undefined);
         }
-        assert.equal((await request(app.url + '/memory')).status, 200);
+        const local = await request(app.url + '/memory');
+        assert.equal(local.status, 200);
+        assert.deepEqual(items(local, 'RateLimit'), { m: { r: 0, t: 60 } }, 'the fallback store knows its quota');
         assert.equal((await request(app.url + '/memory')).status, 429, 'the local fallback store enforces the policy');
       } finally {
         await app.close();
