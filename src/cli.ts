@@ -13,13 +13,12 @@ import type { Algorithm } from './core/types.js';
 import type { RuleConfig } from './core/algorithms/common.js';
 import { RatekeeperError, show } from './core/errors.js';
 import { formatDuration, parseDuration } from './core/duration.js';
-import { parseRules } from './core/rules.js';
+import { ALGORITHMS, parseRules } from './core/rules.js';
 import type { LimiterSpec } from './sim/replay.js';
 import { SCENARIOS, scenario } from './sim/scenarios.js';
 import { fromScenario, simulate, writeSimulation, type SimulationInput } from './sim/simulate.js';
 import { parseTraceCsv, type TimeUnit } from './sim/trace.js';
 
-const ALGORITHMS: readonly Algorithm[] = ['fixedWindow', 'slidingWindow', 'slidingLog', 'tokenBucket', 'leakyBucket', 'gcra', 'earrrl', 'exponential'];
 
 const HELP = `ratekeeper — rate limiting that does not forgive a persistent abuser at every window boundary
 

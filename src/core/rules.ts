@@ -30,9 +30,10 @@ export interface EarrrlOptions extends RuleOptions {
   halfLife: Duration;
 }
 
-const ALGORITHMS: readonly Algorithm[] = [
+/** ALGORITHMS — every algorithm name, in the order of the docs. */
+export const ALGORITHMS: readonly Algorithm[] = Object.freeze([
   'fixedWindow', 'slidingWindow', 'slidingLog', 'tokenBucket', 'leakyBucket', 'gcra', 'earrrl', 'exponential',
-];
+] as const);
 const BURSTY = new Set<Algorithm>(['tokenBucket', 'leakyBucket', 'gcra']);
 const KNOWN_FIELDS = new Set(['limit', 'per', 'name', 'accounting', 'burst', 'halfLife']);
 
