@@ -63,7 +63,7 @@ export function rateLimit(options: ExpressRateLimitOptions): RequestHandler {
   };
   return (req, res, next) => {
     const v = core.evaluate(req);
-    if (isPromise(v)) v.then((x) => apply(req, res, next, x));
+    if (isPromise(v)) v.then((x) => apply(req, res, next, x)).then(undefined, next);
     else apply(req, res, next, v);
   };
 }

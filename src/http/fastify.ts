@@ -63,9 +63,14 @@ function hookOf(core: RateLimitCore<FastifyRequest>, onLimited: FastifyRateLimit
   const apply = (request: FastifyRequest, reply: FastifyReply, done: Done, v: Verdict): void => {
     if (v.decision !== undefined) request.rateLimit = v.decision;
     const h = v.headers;
-    for (let i = 0; i < h.length; i++) {
-      const [name, value] = h[i];
-      reply.header(name, LIST_FIELDS.has(name.toLowerCase()) ? mergeList(reply.getHeader(name), value) : value);
+    try {
+      for (let i = 0; i < h.length; i++) {
+        const [name, value] = h[i];
+        reply.header(name, LIST_FIELDS.has(name.toLowerCase()) ? mergeList(reply.getHeader(name), value) : value);
+      }
+    } catch (e) {
+      done(e as Error); // e.g. headers already sent by an earlier hook: fastify's error handling answers
+      return;
     }
     if (v.kind === 'pass') {
       if (v.delay > 0) setTimeout(done, v.delay);

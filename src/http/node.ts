@@ -73,7 +73,7 @@ export function rateLimit(options: NodeRateLimitOptions): <Req extends IncomingM
     };
     return (req: Req, res: Res) => {
       const v = core.evaluate(req);
-      if (isPromise(v)) v.then((x) => apply(req, res, x));
+      if (isPromise(v)) v.then((x) => apply(req, res, x)).then(undefined, (e) => fail(res, e));
       else apply(req, res, v);
     };
   };
