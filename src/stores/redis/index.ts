@@ -12,6 +12,8 @@ import { Script, opScript, policyId, policyScript } from './scripts.js';
 export interface RedisClient {
   evalsha(sha: string, numkeys: number, ...args: (string | number)[]): Promise<unknown>;
   eval(script: string, numkeys: number, ...args: (string | number)[]): Promise<unknown>;
+  /** callBuffer — a command whose reply is kept as bytes (the policy script replies with packed doubles). */
+  callBuffer(command: string, ...args: (string | number)[]): Promise<unknown>;
   readonly status?: string;
 }
 
@@ -96,7 +98,7 @@ export class RedisStore implements Store {
   constructor(options: RedisStoreOptions) {
     if (typeof options !== 'object' || options === null) throw new RatekeeperError(`redisStore takes an options object like { client }, got ${show(options)}`);
     const c = options.client as unknown as RedisClient | undefined;
-    if (typeof c !== 'object' || c === null || typeof c.evalsha !== 'function' || typeof c.eval !== 'function') {
+    if (typeof c !== 'object' || c === null || typeof c.evalsha !== 'function' || typeof c.eval !== 'function' || typeof c.callBuffer !== 'function') {
       throw new RatekeeperError(`redisStore.client must be an ioredis Redis or Cluster, got ${show(options.client)}`);
     }
     this.client = c;
@@ -136,7 +138,7 @@ export class RedisStore implements Store {
    * run — a script by SHA (EVAL when the server answers NOSCRIPT, which also caches it there), within the store's
    * timeout and pending bound. Rejects with a StoreUnavailableError; never leaves a rejection unhandled.
    */
-  run(script: Script, keys: string[], args: (string | number)[]): Promise<unknown> {
+  run(script: Script, keys: string[], args: (string | number)[], binary = false): Promise<unknown> {
     const status = this.client.status;
     if (status !== undefined && DOWN.has(status)) return Promise.reject(new StoreUnavailableError(`the client is ${status}`));
     if (this.pending >= this.maxPending) return Promise.reject(new StoreUnavailableError(`${this.pending} commands are pending (maxPending)`));
@@ -147,10 +149,11 @@ export class RedisStore implements Store {
       const settle = (): void => {
         this.pending--;
       };
-      this.client.evalsha(script.sha, keys.length, ...keys, ...args)
+      const c = this.client;
+      (binary ? c.callBuffer('EVALSHA', script.sha, keys.length, ...keys, ...args) : c.evalsha(script.sha, keys.length, ...keys, ...args))
         .catch((e: unknown) => {
           if (!(e instanceof Error) || !e.message.startsWith('NOSCRIPT')) throw e;
-          return this.client.eval(script.text, keys.length, ...keys, ...args);
+          return binary ? c.callBuffer('EVAL', script.text, keys.length, ...keys, ...args) : c.eval(script.text, keys.length, ...keys, ...args);
         })
         .then(
           (v) => {
@@ -240,20 +243,10 @@ export function encodeKey(key: string): string {
   return key.replace(UNSAFE_ALL, (c) => (c.length === 1 && c.charCodeAt(0) >= 0xd800 ? `%u${c.charCodeAt(0).toString(16)}` : c === '%' ? '%25' : c === '{' ? '%7B' : '%7D'));
 }
 
-/** parseNumber — a number of a script reply: %.17g text, or inf/-inf/nan. */
-function parseNumber(text: string): number {
-  switch (text) {
-    case 'inf': return Infinity;
-    case '-inf': return -Infinity;
-    case 'nan': case '-nan': return Number.NaN;
-    default: return Number(text);
-  }
-}
-
 /**
- * RedisBound — one policy's view of the Redis store. One key per client: `<prefix>{<encoded client key>}:<policy id>`,
- * a hash of the rule state, the sliding log and the block or exemption (fields in policy.lua's header); the braces
- * make the client's part the hash tag.
+ * RedisBound — one policy's view of the Redis store. One string key per client: `<prefix>{<encoded client key>}:<policy id>`,
+ * holding the block or exemption, the rule state and the sliding log (lua/record.lua); the braces make the client's
+ * part the hash tag.
  */
 export class RedisBound implements BoundStore {
   readonly sync = false;
@@ -276,8 +269,8 @@ export class RedisBound implements BoundStore {
   }
 
   evaluate(key: string, cost: number, now: number | undefined): Promise<Decision> {
-    return this.store.run(this.script, [this.redisKey(key)], [now === undefined ? '' : String(now), String(cost)]).then(
-      (reply) => this.decision(reply as string),
+    return this.store.run(this.script, [this.redisKey(key)], [now === undefined ? '' : String(now), String(cost)], true).then(
+      (reply) => this.decision(reply as Buffer),
       (e: unknown) => this.failed(e, key, cost, now),
     );
   }
@@ -294,27 +287,28 @@ export class RedisBound implements BoundStore {
     return this.store.reset(this.redisKey(key)).then(() => undefined);
   }
 
-  /** decision — the Decision from the script's reply (see the header of policy.lua), built by the policy's shared code. */
-  decision(reply: string): Decision {
-    const nl = reply.indexOf('\n');
-    const f = (nl < 0 ? reply : reply.slice(0, nl)).split(' ');
+  /** decision — the Decision from the script's reply (doubles, see the header of policy.lua), built by the policy's shared code. */
+  decision(reply: Buffer): Decision {
     const rules = this.policy.rules;
     const outcomes = new Array<RuleOutcome>(rules.length);
-    for (let i = 0, j = 3; i < rules.length; i++, j += 6) {
+    for (let i = 0, j = 24; i < rules.length; i++, j += 48) {
       const c = rules[i];
       const o: RuleOutcome = {
-        name: c.name, algorithm: c.algorithm, allowed: f[j] === '1', limit: c.limit, remaining: parseNumber(f[j + 1]),
-        retryAfter: parseNumber(f[j + 2]), resetAfter: parseNumber(f[j + 3]),
+        name: c.name, algorithm: c.algorithm, allowed: reply.readDoubleLE(j) === 1, limit: c.limit, remaining: reply.readDoubleLE(j + 8),
+        retryAfter: reply.readDoubleLE(j + 16), resetAfter: reply.readDoubleLE(j + 24),
       };
-      if (f[j + 4] !== '-') o.rate = parseNumber(f[j + 4]);
-      if (f[j + 5] !== '-') o.delay = parseNumber(f[j + 5]);
+      const rate = reply.readDoubleLE(j + 32);
+      const delay = reply.readDoubleLE(j + 40);
+      if (rate === rate) o.rate = rate;
+      if (delay === delay) o.delay = delay;
       outcomes[i] = o;
     }
-    const kind = f[0];
-    if (kind === 'a' || kind === 'd') return this.policy.finish(outcomes, kind === 'a');
-    const override: Override = { kind: kind === 'b' ? 'block' : 'exempt', until: parseNumber(f[2]) };
-    if (nl >= 0) override.reason = reply.slice(nl + 1);
-    return this.policy.overrideDecision(outcomes, override, parseNumber(f[1]));
+    const kind = reply.readDoubleLE(0);
+    if (kind < 2) return this.policy.finish(outcomes, kind === 1);
+    const override: Override = { kind: kind === 2 ? 'block' : 'exempt', until: reply.readDoubleLE(16) };
+    const end = 24 + 48 * rules.length;
+    if (reply.length > end) override.reason = reply.toString('utf8', end);
+    return this.policy.overrideDecision(outcomes, override, reply.readDoubleLE(8));
   }
 
   /** failed — the failure policy's answer for a check Redis did not decide. */

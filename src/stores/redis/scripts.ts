@@ -57,7 +57,7 @@ const ALGORITHM_FILES: Record<Algorithm, string[]> = {
 };
 
 /**
- * policyScript — the one script of a policy: common.lua, the algorithm modules its rules use, the policy's
+ * policyScript — the one script of a policy: common.lua, record.lua, the algorithm modules its rules use, the policy's
  * constants (rule parameters written as exact literals, state offsets in Policy's layout) and policy.lua.
  */
 export function policyScript(policy: Policy): Script {
@@ -78,6 +78,7 @@ export function policyScript(policy: Policy): Script {
     `-- The policy: ${policy.rules.map((r) => `${r.name} (${r.algorithm}, ${r.accounting})`).join('; ')}`,
     `local STATE_SIZE = ${policy.stateSize}`,
     `local STATE_FMT = '<${'d'.repeat(policy.stateSize)}'`,
+    `local REPLY_FMT = '<${'d'.repeat(3 + 6 * policy.rules.length)}'`,
     `local HAS_LOG = ${logRules.length > 0}`,
     `local LOG_STRICT = ${logRules[0]?.accounting === 'strict'}`,
     `local LOG_PER = ${luaNumber(Math.max(0, ...logRules.map((r) => r.per)))}`,
@@ -86,7 +87,7 @@ export function policyScript(policy: Policy): Script {
     ...rules,
     '}',
   ].join('\n');
-  return new Script([constants(), lua('common'), ...files.map(lua), layout, lua('policy')].join('\n'));
+  return new Script([constants(), lua('common'), lua('record'), ...files.map(lua), layout, lua('policy')].join('\n'));
 }
 
 /** stateSizeOf — numbers of state per client of an algorithm, as the core's rules keep them (slidingLog: in the log). */
@@ -99,8 +100,8 @@ function stateSizeOf(a: Algorithm): number {
   }
 }
 
-/** opScript — one of the small scripts (override, unoverride, reset): common.lua and the file. */
-export const opScript = (name: 'override' | 'unoverride' | 'reset'): Script => new Script([constants(), lua('common'), lua(name)].join('\n'));
+/** opScript — one of the small scripts (override, unoverride, reset): common.lua, record.lua and the file. */
+export const opScript = (name: 'override' | 'unoverride' | 'reset'): Script => new Script([constants(), lua('common'), lua('record'), lua(name)].join('\n'));
 
 /**
  * policyId — names a policy's state layout in its keys, so that limiters with different policies on one Redis

@@ -52,24 +52,3 @@ local function clock(arg)
   if arg == '' then return wall(), true end
   return tonumber(arg), false
 end
-
--- expire — sets a client's key to expire at the later of its state's and its override's deadlines (se, oe: ms on
--- the server's clock, nil when absent, inf for an override until lifted); deletes it when both have passed.
-local function expire(key, se, oe, wallnow)
-  local d = -INF
-  if se and se > d then d = se end
-  if oe and oe > d then d = oe end
-  if d == INF then
-    redis.call('PERSIST', key)
-    return
-  end
-  local left = d - wallnow
-  if left > 0 then redis.call('PEXPIRE', key, ceil(left)) else redis.call('DEL', key) end
-end
-
--- number — a stored deadline: nil when absent, inf by name.
-local function number(text)
-  if not text then return nil end
-  if text == 'inf' then return INF end
-  return tonumber(text)
-end

@@ -1,27 +1,38 @@
 --[[
 override.lua — sets a client's block or exemption, replacing any earlier one (the later of block/exempt wins).
-KEYS[1] — the client's hash (fields in policy.lua's header): writes o and oe, and the key's expiry (the later of
-          se and oe); drops o and oe when the override is already over.
+KEYS[1] — the client's value (record.lua): rewritten with the override's header before its state; expires at the
+          later of the state's and the override's deadlines (never, for an override until lifted).
 ARGV[1] — now: ms since the epoch, a decimal string; '' to use the server's TIME.
 ARGV[2] — kind: 'b' (block) or 'e' (exempt).
 ARGV[3] — for: ms, a decimal string, or 'inf' (until lifted).
 ARGV[4] — reason (optional): reported on every decision the block makes.
-Returns the override's end, ms since the epoch (%.17g, or inf).
+Returns 1.
 ]]
 local key = KEYS[1]
 local now, isWall = clock(ARGV[1])
 local wallnow = isWall and now or wall()
-local duration = number(ARGV[3])
-local untilMs = now + duration
-local se = number(redis.call('HGET', key, 'se'))
-if untilMs > now then
-  local value = ARGV[2] .. ' ' .. fmt(untilMs)
-  if ARGV[4] then value = value .. '\n' .. ARGV[4] end
-  local oe = wallnow + duration
-  redis.call('HSET', key, 'o', value, 'oe', fmt(oe))
-  expire(key, se, oe, wallnow)
-else
-  redis.call('HDEL', key, 'o', 'oe')
-  if se then expire(key, se, nil, wallnow) end
+local duration = ARGV[3] == 'inf' and INF or tonumber(ARGV[3])
+local value = redis.call('GET', key)
+local ov, at = Record.read(value)
+local state, se = '', 0
+if at and #value >= at then
+  state = string.sub(value, at)
+  if ov then
+    se = ov.se
+  else
+    local pttl = redis.call('PTTL', key)
+    se = pttl >= 0 and wallnow + pttl or INF
+  end
 end
-return fmt(untilMs)
+local untilMs = now + duration
+if untilMs > now then
+  local oe = wallnow + duration
+  local d = oe
+  if state ~= '' and se > d then d = se end
+  Record.store(key, Record.header(ARGV[2], untilMs, oe, se, ARGV[4]) .. state, d, wallnow)
+elseif state ~= '' then
+  Record.store(key, 'n' .. state, se, wallnow)
+else
+  redis.call('DEL', key)
+end
+return 1

@@ -3,31 +3,30 @@ slidingLog.lua — the twin of src/core/algorithms/slidingLog.ts: the Log (reque
 cost totals, so that the cost in any window is a difference of two totals found by binary search) and the SlidingLog
 rule over it. Every slidingLog rule of a policy reads the one shared log. A module of the composed policy script
 (no KEYS or ARGV of its own; policy.lua reads and writes the log as part of the client's state string).
-Log L: base — the running total before the oldest entry, cost units; n — entries; t[k], c[k] (k = 1..n) — entry
-times (ms since the epoch, never decreasing) and running totals through the entry (cost units).
-Functions below index entries from 0 like the TypeScript (entry k is t[k+1], c[k+1]; cum(−1) is the base).
+Log L: s — the stored log, little-endian doubles: base (the running total before the oldest entry, cost units), then
+(time, ms since the epoch, never decreasing; running total through the entry, cost units) pairs; n — entries;
+base, total (cost units) and newest (ms) are kept decoded. Entries are read in place by binary search, so a check
+costs O(log n) reads and one copy of the string, whatever the log's length.
+Functions below index entries from 0 like the TypeScript (cum(−1) is the base).
 Rule r: limit (cost units), per (ms), slack (cost units); now in ms, cost in cost units.
 ]]
 local Log = {}
+local unpackd = struct.unpack
 
-function Log.time(L, k) return L.t[k + 1] end
+function Log.time(L, k) return (unpackd('<d', L.s, 9 + 16 * k)) end
 function Log.cum(L, k)
   if k < 0 then return L.base end
-  return L.c[k + 1]
-end
-function Log.total(L) return Log.cum(L, L.n - 1) end
-function Log.newest(L)
-  if L.n > 0 then return L.t[L.n] end
-  return -INF
+  return (unpackd('<d', L.s, 17 + 16 * k))
 end
 
 -- Log.first_after — index of the oldest entry with time > t (n when none).
 function Log.first_after(L, t)
+  if L.n == 0 or L.newest <= t then return L.n end
   local lo, hi = 0, L.n
-  local times = L.t
+  local s = L.s
   while lo < hi do
     local mid = floor((lo + hi) / 2)
-    if times[mid + 1] > t then hi = mid else lo = mid + 1 end
+    if unpackd('<d', s, 9 + 16 * mid) > t then hi = mid else lo = mid + 1 end
   end
   return lo
 end
@@ -35,88 +34,69 @@ end
 -- Log.first_reaching — index of the oldest entry whose running total is >= v (n when none).
 function Log.first_reaching(L, v)
   local lo, hi = 0, L.n
-  local cums = L.c
+  local s = L.s
   while lo < hi do
     local mid = floor((lo + hi) / 2)
-    if cums[mid + 1] >= v then hi = mid else lo = mid + 1 end
+    if unpackd('<d', s, 17 + 16 * mid) >= v then hi = mid else lo = mid + 1 end
   end
   return lo
 end
 
 -- Log.since — the cost filed after time t (the window (t, ∞)).
 function Log.since(L, t)
-  return Log.total(L) - Log.cum(L, Log.first_after(L, t) - 1)
+  return L.total - Log.cum(L, Log.first_after(L, t) - 1)
 end
 
 -- Log.push — files cost at now (into the newest entry when the clock stepped back or in the same ms).
 function Log.push(L, now, cost)
-  local total = Log.total(L)
-  if L.n > 0 and now <= L.t[L.n] then
-    L.c[L.n] = total + cost
-    return
+  local total = L.total + cost
+  if L.n > 0 and now <= L.newest then
+    L.s = string.sub(L.s, 1, #L.s - 8) .. struct.pack('<d', total)
+  else
+    L.s = L.s .. struct.pack('<dd', now, total)
+    L.n = L.n + 1
+    L.newest = now
   end
-  L.n = L.n + 1
-  L.t[L.n] = now
-  L.c[L.n] = total + cost
+  L.total = total
 end
 
 -- Log.trim — drops the entries no rule can look at again: those at or before `before`, and the oldest ones while
 -- the newer entries already hold `enough`.
 function Log.trim(L, before, enough)
-  local total = Log.total(L)
+  local total = L.total
   local drop = Log.first_after(L, before)
   while drop < L.n and total - Log.cum(L, drop) >= enough do drop = drop + 1 end
   if drop == 0 then return end
-  L.base = Log.cum(L, drop - 1)
-  local t, c = {}, {}
-  for k = drop + 1, L.n do
-    t[k - drop] = L.t[k]
-    c[k - drop] = L.c[k]
-  end
-  L.t, L.c = t, c
+  local base = Log.cum(L, drop - 1)
   L.n = L.n - drop
-  if L.n == 0 then L.base = 0 end
+  if L.n == 0 then
+    L.base, L.total, L.newest = 0, 0, -INF
+    L.s = struct.pack('<d', 0)
+    return
+  end
+  L.base = base
+  L.s = struct.pack('<d', base) .. string.sub(L.s, 9 + 16 * drop)
 end
 
--- Log.decode — the log stored in blob from byte pos on: base, then (time, total) pairs; an empty log when absent.
+-- Log.decode — the log stored in blob from byte pos on; an empty log when absent.
 function Log.decode(blob, pos)
-  local L = { base = 0, n = 0, t = {}, c = {} }
-  if not blob or #blob < pos + 7 then return L end
-  L.base = struct.unpack('<d', blob, pos)
-  pos = pos + 8
-  local n = (#blob - pos + 1) / 16
-  local k = 0
-  while k < n do
-    local m = n - k
-    if m > 256 then m = 256 end
-    local v = { struct.unpack('<' .. string.rep('d', 2 * m), blob, pos) }
-    for j = 1, m do
-      L.t[k + j] = v[2 * j - 1]
-      L.c[k + j] = v[2 * j]
-    end
-    k = k + m
-    pos = pos + 16 * m
+  if not blob or #blob < pos + 7 then
+    return { s = struct.pack('<d', 0), n = 0, base = 0, total = 0, newest = -INF }
   end
-  L.n = n
+  local s = string.sub(blob, pos)
+  local n = (#s - 8) / 16
+  local L = { s = s, n = n, base = (unpackd('<d', s, 1)) }
+  if n > 0 then
+    L.newest, L.total = unpackd('<dd', s, #s - 15)
+  else
+    L.newest, L.total = -INF, L.base
+  end
   return L
 end
 
--- Log.encode — the log as stored: base, then the (time, total) pairs, as little-endian doubles.
+-- Log.encode — the log as stored.
 function Log.encode(L)
-  local parts = { struct.pack('<d', L.base) }
-  local k = 0
-  while k < L.n do
-    local m = L.n - k
-    if m > 256 then m = 256 end
-    local v = {}
-    for j = 1, m do
-      v[2 * j - 1] = L.t[k + j]
-      v[2 * j] = L.c[k + j]
-    end
-    parts[#parts + 1] = struct.pack('<' .. string.rep('d', 2 * m), unpack(v))
-    k = k + m
-  end
-  return table.concat(parts)
+  return L.s
 end
 
 local slidingLog = {}
@@ -139,12 +119,12 @@ end
 function slidingLog.wait(r, L, now, cost)
   if slidingLog.admits(r, L, now, cost) then return 0 end
   if cost > r.limit + r.slack then return INF end
-  local k = Log.first_reaching(L, Log.total(L) + cost - r.limit - r.slack)
+  local k = Log.first_reaching(L, L.total + cost - r.limit - r.slack)
   return Log.time(L, k) + r.per - now
 end
 
 function slidingLog.reset_after(r, L, now)
-  if slidingLog.used(r, L, now) > 0 then return Log.newest(L) + r.per - now end
+  if slidingLog.used(r, L, now) > 0 then return L.newest + r.per - now end
   return 0
 end
 
