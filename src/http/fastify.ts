@@ -32,8 +32,8 @@ export interface FastifyRateLimitOptions extends RateLimitOptions<FastifyRequest
 
 /**
  * FastifyRouteRateLimitOptions — a route's `config.rateLimit`: overrides of the plugin's options. With `rules`
- * or `limiter` the route has its own limiter (its own counters); without, it shares the plugin's limiter and
- * overrides only what it names (`cost`, `key`, `skip`, `shaping`…).
+ * (on the plugin's store unless `store` is given) or `limiter` the route has its own limiter (its own counters);
+ * without, it shares the plugin's limiter and overrides only what it names (`cost`, `key`, `skip`, `shaping`…).
  */
 export type FastifyRouteRateLimitOptions = Omit<FastifyRateLimitOptions, 'global'>;
 
@@ -136,11 +136,20 @@ const plugin: FastifyPluginCallback<FastifyRateLimitOptions> = (fastify: Fastify
     if (typeof cfg !== 'object') throw new RatekeeperError(`config.rateLimit of ${route.method} ${route.url} must be an object or false, got ${show(cfg)}`);
     let entry = perRoute.get(cfg);
     if (entry === undefined) {
-      // the plugin's options minus its policy, then the route's; a route without rules or limiter shares the plugin's limiter
+      // the plugin's options minus its policy, then the route's. A route without rules or limiter shares the
+      // plugin's limiter; one with rules gets its own limiter on the plugin's store (and dry-run), unless it names its own.
       const { global: _g, hook: _h, onLimited: _o, limiter: _l, rules: _r, store: _s, dryRun: _d, ...inherited } = options;
       const { hook: h, onLimited: o, ...own } = cfg;
       const merged: RateLimitOptions<FastifyRequest> = { ...inherited, ...own };
-      if (cfg.rules === undefined && cfg.limiter === undefined) merged.limiter = base.limiter;
+      if (cfg.limiter === undefined) {
+        if (cfg.rules === undefined) {
+          if (cfg.store !== undefined || cfg.dryRun !== undefined) throw new RatekeeperError(`config.rateLimit of ${route.method} ${route.url}: store and dryRun go with rules`);
+          merged.limiter = base.limiter;
+        } else {
+          merged.store = cfg.store ?? base.limiter.store;
+          merged.dryRun = cfg.dryRun ?? base.limiter.policy.dryRun;
+        }
+      }
       delete (merged as Record<string, unknown>).prefix;
       delete (merged as Record<string, unknown>).logLevel;
       const name = h ?? hookName;

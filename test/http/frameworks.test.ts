@@ -104,6 +104,22 @@ describe('fastify plugin', () => {
     }
   });
 
+  it('a route with its own rules inherits the plugin\'s store and dry-run', async () => {
+    const clock = new ManualClock();
+    const app = Fastify();
+    await app.register(ratekeeperPlugin, { rules: '100/min', dryRun: true, clock });
+    app.get('/own', { config: { rateLimit: { rules: [rules.fixedWindow({ limit: 1, per: '1m', name: 'own' })] } } }, async (req) => ({ reason: req.rateLimit?.reason }));
+    await app.ready();
+    try {
+      assert.equal((await app.inject('/own')).json().reason, 'allowed');
+      const second = await app.inject('/own');
+      assert.equal(second.statusCode, 200);
+      assert.equal(second.json().reason, 'dry-run');
+    } finally {
+      await app.close();
+    }
+  });
+
   it('bad plugin options fail registration, naming the option', async () => {
     const app = Fastify();
     await assert.rejects(async () => { await app.register(ratekeeperPlugin, { rules: '1/min', shaping: { maxDelay: '1s' } }); await app.ready(); }, /shaping needs a leakyBucket rule/);
