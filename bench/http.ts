@@ -22,7 +22,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
-import autocannon, { type Result } from 'autocannon';
+import type { Result } from 'autocannon';
 
 const KEYS = 10_000;
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
@@ -73,6 +73,7 @@ async function serve(name: ServerName): Promise<void> {
   process.on('message', (m) => {
     if (m === 'start') from = process.cpuUsage();
     else if (m === 'stop') { const u = process.cpuUsage(from); process.send!(u.user + u.system); }
+    else if (m === 'exit') process.exit(0); // lets --cpu-prof write its profile
   });
   process.stdout.write(`${port}\n`);
 }
@@ -85,6 +86,7 @@ async function start(name: ServerName): Promise<{ child: ChildProcess; port: num
 }
 
 async function load(port: number, duration: number, pipelining: number): Promise<Result> {
+  const { default: autocannon } = await import('autocannon'); // here, not at the top: the server processes run this file too
   let i = 0;
   return autocannon({
     url: `http://127.0.0.1:${port}/`,
