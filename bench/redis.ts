@@ -131,7 +131,7 @@ console.log(`| denialCache: true | ${fmt(cachedRate)} | ${cachedPer.toFixed(4)} 
 // Memory per tracked client, per algorithm: MEMORY USAGE of one client's key, and used_memory over 2000 clients.
 const algorithms: Algorithm[] = ['fixedWindow', 'slidingWindow', 'slidingLog', 'tokenBucket', 'leakyBucket', 'gcra', 'earrrl', 'exponential'];
 const ruleOf = (a: Algorithm): RuleConfig => a === 'earrrl' ? rules.earrrl({ limit: 30, per: '1m', halfLife: '10s' }) : (rules[a] as (o: { limit: number; per: string }) => RuleConfig)({ limit: 30, per: '1m' });
-console.log('\nMemory per tracked client (one key: a hash with the state and its deadline), jemalloc, 64-bit:\n');
+console.log('\nMemory per tracked client (one string key: the packed state; `MEMORY USAGE key SAMPLES 0` and the growth of used_memory), jemalloc, 64-bit:\n');
 console.log('| policy | MEMORY USAGE of one key, bytes | used_memory / client over 2000 clients, bytes |\n|---|---:|---:|');
 const usedMemory = (): number => Number(/used_memory:(\d+)/.exec(server.cli('INFO', 'memory'))?.[1]);
 const policies: [string, RuleConfig[], number][] = [
