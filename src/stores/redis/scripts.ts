@@ -79,6 +79,8 @@ export function policyScript(policy: Policy): Script {
     `local STATE_SIZE = ${policy.stateSize}`,
     `local STATE_FMT = '<${'d'.repeat(policy.stateSize)}'`,
     `local REPLY_FMT = '<${'d'.repeat(3 + 6 * policy.rules.length)}'`,
+    `local function ZEROS() return { ${Array(policy.stateSize).fill('0').join(', ')} } end`,
+    `local function REPLY() return { ${Array(3 + 6 * policy.rules.length).fill('0').join(', ')} } end`,
     `local HAS_LOG = ${logRules.length > 0}`,
     `local LOG_STRICT = ${logRules[0]?.accounting === 'strict'}`,
     `local LOG_PER = ${luaNumber(Math.max(0, ...logRules.map((r) => r.per)))}`,

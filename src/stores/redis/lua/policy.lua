@@ -5,7 +5,9 @@ accounting (the shared sliding log follows its own accounting); cost 0 charges n
 charges nothing and reports the rules' state. The JS side composes the script sent per check as
 (the core's slack constants) + common.lua + the algorithms the policy uses + the policy's layout + this file, so
 one EVALSHA decides. Layout written by the composer: STATE_SIZE — numbers of rule state; STATE_FMT — their struct
-format; HAS_LOG, LOG_STRICT, LOG_PER (ms), LOG_LIMIT (cost units) — the shared log; RULES — the rules, in order.
+format; HAS_LOG, LOG_STRICT, LOG_PER (ms), LOG_LIMIT (cost units) — the shared log; RULES — the rules, in order;
+ZEROS() and REPLY() — new arrays of STATE_SIZE and 3 + 6·#RULES zeros (built by one constructor: Lua 5.1 would
+grow a table assigned index by index, rehashing as it goes).
 
 KEYS[1] — the client's value (record.lua): an optional block or exemption, then the state: little-endian doubles,
           the rules' state (STATE_SIZE numbers, each rule's at its offset; ms and cost units as each algorithm's
@@ -24,6 +26,7 @@ local now = clock(ARGV[1])
 local cost = tonumber(ARGV[2])
 local count = #RULES
 local key = KEYS[1]
+local NAN = 0 / 0
 
 local value = redis.call('GET', key)
 local ov, at = Record.read(value)
@@ -34,43 +37,48 @@ if at and STATE_SIZE > 0 and #value >= at + STATE_SIZE * 8 - 1 then
   s = { struct.unpack(STATE_FMT, value, at) }
   s[STATE_SIZE + 1] = nil
 else
-  s = {}
-  for k = 1, STATE_SIZE do s[k] = 0 end
+  s = ZEROS()
 end
 local L
 if HAS_LOG then L = Log.decode(value, (at or 1) + STATE_SIZE * 8) end
 
-local NAN = 0 / 0
+-- out — the reply: 3 numbers, then 6 per rule at out[6i − 2 … 6i + 3].
+local out = REPLY()
 
--- outcome — rule r's six reply numbers, at out[j + 1 .. j + 6], from the state as stored after the decision.
-local function outcome(out, j, r, admits, allowed, rate, delay)
+-- report — fills rule i's remaining, retryAfter and resetAfter from the state as stored after the decision, and
+-- its delay, which an admission reports and a refusal does not (out[j + 1], rate and delay are already set).
+local function report(i, allowed)
+  local r = RULES[i]
   local st = r.log and L or s
-  out[j + 1] = admits and 1 or 0
+  local j = 6 * i - 3
   out[j + 2] = r.remaining(r, st, now)
   out[j + 3] = allowed and 0 or r.wait(r, st, now, cost)
   out[j + 4] = r.reset_after(r, st, now)
+  if not allowed and out[j + 6] == out[j + 6] then out[j + 6] = 0 end
+end
+
+-- decide — rule i's verdict at this cost from the state before the request, with its rate and delay (NaN when the
+-- rule measures none); the state as charged goes to n.
+local function decide(i, n)
+  local r = RULES[i]
+  local j = 6 * i - 3
+  local ok, rate, delay
+  if r.log then ok = r.admits(r, L, now, cost) else ok, rate, delay = r.next(r, s, now, cost, n) end
+  out[j + 1] = ok and 1 or 0
   out[j + 5] = rate or NAN
-  if delay then
-    out[j + 6] = allowed and delay or 0
-  else
-    out[j + 6] = NAN
-  end
+  out[j + 6] = delay or NAN
+  return ok
 end
 
 -- A live block or exemption: peek (every rule at cost 0, nothing stored) and report. One that is over is dropped.
 if ov then
   if ov.untilMs > now then
     cost = 0
-    local out = { ov.kind == 'b' and 2 or 3, now, ov.untilMs }
-    local n = {}
+    out[1], out[2], out[3] = ov.kind == 'b' and 2 or 3, now, ov.untilMs
+    local n = ZEROS()
     for i = 1, count do
-      local r = RULES[i]
-      if r.log then
-        outcome(out, 6 * i - 3, r, r.admits(r, L, now, 0), true)
-      else
-        local ok, rate, delay = r.next(r, s, now, 0, n)
-        outcome(out, 6 * i - 3, r, ok, true, rate, delay)
-      end
+      decide(i, n)
+      report(i, true)
     end
     local reply = struct.pack(REPLY_FMT, unpack(out))
     if ov.reason then reply = reply .. ov.reason end
@@ -81,19 +89,10 @@ if ov then
 end
 
 -- Every rule decides on the state before the request; n holds the state as charged.
-local n = {}
-local admits, rates, delays = {}, {}, {}
+local n = ZEROS()
 local allowed = true
 for i = 1, count do
-  local r = RULES[i]
-  local ok
-  if r.log then
-    ok = r.admits(r, L, now, cost)
-  else
-    ok, rates[i], delays[i] = r.next(r, s, now, cost, n)
-  end
-  admits[i] = ok
-  if not ok then allowed = false end
+  if not decide(i, n) then allowed = false end
 end
 
 -- Charge: every rule when admitted, the strict ones when refused; nothing at cost 0.
@@ -113,12 +112,12 @@ if cost > 0 then
   end
 end
 
-local out = { allowed and 1 or 0, now, NAN }
+out[1], out[2], out[3] = allowed and 1 or 0, now, NAN
 local fresh = 0
 for i = 1, count do
-  local r = RULES[i]
-  outcome(out, 6 * i - 3, r, admits[i], allowed, rates[i], delays[i])
+  report(i, allowed)
   if changed then
+    local r = RULES[i]
     local f = r.fresh_in(r, r.log and L or s, now)
     if f > fresh then fresh = f end
   end

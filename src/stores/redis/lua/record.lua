@@ -12,10 +12,9 @@ its own). The value is
 where state is the rules' state and the shared log as policy.lua describes (empty: a fresh client). The key expires
 at the later of the state's and the override's deadlines, never earlier.
 ]]
-local Record = {}
 
 -- Record.read — a value's override (nil when none) and the byte where its state starts (nil when there is no value).
-function Record.read(v)
+local function record_read(v)
   if not v then return nil, nil end
   if string.byte(v, 1) ~= 111 then return nil, 2 end -- 'n'
   local untilMs, oe, se, rlen = struct.unpack('<dddd', v, 3)
@@ -25,12 +24,12 @@ function Record.read(v)
 end
 
 -- Record.header — the start of a value with an override.
-function Record.header(kind, untilMs, oe, se, reason)
+local function record_header(kind, untilMs, oe, se, reason)
   return 'o' .. kind .. struct.pack('<dddd', untilMs, oe, se, reason and #reason or -1) .. (reason or '')
 end
 
 -- Record.store — writes value to expire at d (ms on the server clock; inf: never), or deletes the key when d has passed.
-function Record.store(key, value, d, wallnow)
+local function record_store(key, value, d, wallnow)
   if d == INF then
     redis.call('SET', key, value)
     return
@@ -38,3 +37,4 @@ function Record.store(key, value, d, wallnow)
   local left = d - wallnow
   if left > 0 then redis.call('SET', key, value, 'PX', ceil(left)) else redis.call('DEL', key) end
 end
+local Record = { read = record_read, header = record_header, store = record_store }
