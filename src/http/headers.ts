@@ -1,7 +1,7 @@
-import { createHash } from 'node:crypto';
 import { serializeInteger, serializeList, serializeString, type Item, type Parameters } from 'structured-headers';
 import type { Decision, RuleOutcome } from '../core/types.js';
 import type { RuleConfig } from '../core/algorithms/common.js';
+import { sha256 } from './sha256.js';
 
 /**
  * QuotaUnit — the `qu` parameter of RateLimit-Policy (draft-ietf-httpapi-ratelimit-headers, RateLimit Quota
@@ -107,7 +107,7 @@ export class LimitFieldWriter {
  * without disclosing the key (an IP address, a user id).
  */
 export function partitionKey(key: string): Uint8Array {
-  return createHash('sha256').update(key).digest().subarray(0, 12);
+  return sha256(key).subarray(0, 12);
 }
 
 /** violated — the names of the rules that refused the request (the problem's `violated-policies`). */

@@ -2,8 +2,10 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
+import { createHash } from 'node:crypto';
 import { parseList, type Item } from 'structured-headers';
 import { limiter, rules } from '../../src/index.js';
+import { sha256 } from '../../src/http/sha256.js';
 import { LimitFieldWriter, limitField, policyField, partitionKey, seconds } from '../../src/http/headers.js';
 
 const parse = (v: string) => parseList(v).map((m) => [(m as Item)[0], Object.fromEntries((m as Item)[1])]);
@@ -12,6 +14,14 @@ describe('headers', () => {
   it('seconds rounds up, and never is undefined', () => {
     assert.deepEqual([0, 1, 999, 1000, 1001, 59_999.5].map(seconds), [0, 1, 1, 1, 2, 60]);
     assert.equal(seconds(Infinity), undefined);
+  });
+
+  it('the partition key digest is SHA-256 (the plain-JS one the edge runtimes use equals node:crypto)', () => {
+    fc.assert(fc.property(fc.string({ unit: 'binary', maxLength: 200 }), (s) => {
+      assert.deepEqual(Buffer.from(sha256(s)), createHash('sha256').update(s, 'utf8').digest());
+    }), { numRuns: 300 });
+    for (const n of [0, 55, 56, 63, 64, 65, 119, 120]) assert.deepEqual(Buffer.from(sha256('a'.repeat(n))), createHash('sha256').update('a'.repeat(n)).digest());
+    assert.deepEqual(Buffer.from(partitionKey('198.51.100.1')), createHash('sha256').update('198.51.100.1').digest().subarray(0, 12));
   });
 
   it('RateLimit-Policy: sf-string names (escaped), integer q, w only for whole seconds, qu and pk', () => {
