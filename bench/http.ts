@@ -16,20 +16,24 @@
  * Two load shapes: one request at a time per connection (what most clients do), and 10 pipelined requests per
  * connection (the server spends less per request on I/O, so what the middleware costs shows more).
  *
- * Environment: BENCH_SECONDS (5), BENCH_WARMUP (2), BENCH_ROUNDS (3), BENCH_CONNECTIONS (16), BENCH_PIPELINING
- * ("1,10": the shapes to run).
+ * Environment: BENCH_SECONDS (3), BENCH_WARMUP (1), BENCH_ROUNDS (5), BENCH_CONNECTIONS (16), BENCH_PIPELINING
+ * ("1,10": the shapes to run), BENCH_PIN (1: server and load generator on different CPUs with taskset, if present).
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { availableParallelism } from 'node:os';
 import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
 import type { Result } from 'autocannon';
 
 const KEYS = 10_000;
-const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
-const WARMUP = Number(process.env.BENCH_WARMUP ?? 2);
-const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 3);
+const WARMUP = Number(process.env.BENCH_WARMUP ?? 1);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 16);
 const PIPELINING = (process.env.BENCH_PIPELINING ?? '1,10').split(',').map(Number);
+/** PIN — server processes on the last CPU, the load generator on the others (taskset), so the two never share one. */
+const PIN = process.env.BENCH_PIN !== '0' && availableParallelism() >= 2 && spawnSync('taskset', ['-V']).status === 0;
+const SERVER_CPU = String(availableParallelism() - 1);
 const LIMIT = 1_000_000_000; // per minute and key: never reached
 
 const SERVERS = ['express', 'express + express-rate-limit', 'express + ratekeeper', 'fastify', 'fastify + @fastify/rate-limit', 'fastify + ratekeeper'] as const;
@@ -80,7 +84,9 @@ async function serve(name: ServerName): Promise<void> {
 
 /** start — a server process, and its port once it listens. */
 async function start(name: ServerName): Promise<{ child: ChildProcess; port: number }> {
-  const child = spawn(process.execPath, [fileURLToPath(import.meta.url), '--serve', name], { stdio: ['ignore', 'pipe', 'inherit', 'ipc'] });
+  const argv = [process.execPath, fileURLToPath(import.meta.url), '--serve', name];
+  const [cmd, ...args] = PIN ? ['taskset', '-c', SERVER_CPU, ...argv] : argv;
+  const child = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'inherit', 'ipc'] });
   const [chunk] = (await once(child.stdout!, 'data')) as [Buffer];
   return { child, port: Number(chunk.toString().trim()) };
 }
@@ -159,7 +165,9 @@ async function table(pipelining: number): Promise<void> {
 }
 
 async function main(): Promise<void> {
+  if (PIN) spawnSync('taskset', ['-p', '-c', `0-${Number(SERVER_CPU) - 1}`, String(process.pid)]);
   console.log('HTTP middleware on memory stores: bare framework, its usual rate limiter, ratekeeper (default headers of each).');
+  console.log(PIN ? `Servers pinned to CPU ${SERVER_CPU}, the load generator to the others (taskset).` : 'No CPU pinning.');
   for (const p of PIPELINING) await table(p);
 }
 
