@@ -79,25 +79,30 @@ describe('expiry: PTTL is the time to a fresh state', () => {
       // rule): the longest time to fresh over the rules, from the state it stored then.
       const anyStrict = list.some((r) => r.accounting === 'strict');
       let charged;
+      let sent = 0;
       for (let i = 0; i < 8; i++) {
+        const t = performance.now();
         const d = await lim.check('offender', { now: T + i * 100 });
-        if (d.allowed || anyStrict) charged = d;
+        if (d.allowed || anyStrict) [charged, sent] = [d, t];
       }
       const pttl = await client.pttl(keyOf(lim, 'offender'));
+      const elapsed = performance.now() - sent; // real time since the expiry was set, at most
       const fresh = Math.max(...charged!.rules.map((r) => r.resetAfter));
       assert.ok(fresh > 0);
-      assert.ok(pttl <= Math.ceil(fresh) && pttl >= Math.ceil(fresh) - 250, `PTTL ${pttl}, time to fresh ${fresh}`);
+      assert.ok(pttl <= Math.ceil(fresh) && pttl >= Math.ceil(fresh) - elapsed - 2, `PTTL ${pttl}, time to fresh ${fresh}, ${elapsed} ms later`);
     });
   }
 
   test('after the clock stepped back, the expiry counts from the latest time seen', async () => {
     const lim = limiter({ rules: [rules.tokenBucket({ limit: 3, per: '10s' })], store: store() });
     await lim.check('k', { now: T + 5_000 });
+    const sent = performance.now();
     const d = await lim.check('k', { now: T });
     // Two tokens owed as of T + 5000: fresh 2 × 3333 ms after T + 5000, that is 5000 ms more than resetAfter at T says.
     const pttl = await client.pttl(keyOf(lim, 'k'));
+    const elapsed = performance.now() - sent;
     assert.ok(Math.abs(d.resetAfter - 20_000 / 3) < 1e-6);
-    assert.ok(pttl <= Math.ceil(d.resetAfter + 5_000) && pttl >= Math.ceil(d.resetAfter + 5_000) - 250, `PTTL ${pttl}`);
+    assert.ok(pttl <= Math.ceil(d.resetAfter + 5_000) && pttl >= Math.ceil(d.resetAfter + 5_000) - elapsed - 2, `PTTL ${pttl}`);
   });
 
   test('a cost-0 look or a refused leaky attempt stores nothing and keeps the expiry', async () => {
@@ -112,19 +117,35 @@ describe('expiry: PTTL is the time to a fresh state', () => {
   });
 
   test('an offender is not forgotten early (real time, Redis TIME)', async () => {
-    const lim = limiter({ rules: [rules.earrrl({ limit: 2, per: '1s', halfLife: '40ms' })], store: store() });
-    let last;
-    for (let i = 0; i < 30; i++) last = await lim.check('abuser');
-    assert.equal(last!.allowed, false);
-    const fresh = last!.resetAfter;
-    assert.ok(fresh > 500 && fresh < 3_000, `resetAfter ${fresh}`);
-    const key = keyOf(lim, 'abuser');
-    await sleep(fresh - 200);
-    assert.equal(await client.exists(key), 1, 'still remembered just before its state is as good as fresh');
-    const peek = await lim.peek('abuser');
-    assert.ok(peek.rate! > 0 && peek.resetAfter > 0, 'and its estimate is not yet negligible');
-    await sleep(400);
-    assert.equal(await client.exists(key), 0, 'forgotten once it is');
+    // The expiry is set when the last check runs, after `sent`: the key must exist at any moment before
+    // sent + resetAfter, and be gone once returned + resetAfter has passed. A sleep that overshoots the first window
+    // (a loaded machine) proves nothing, so the scenario is repeated with a new client.
+    for (let attempt = 0; ; attempt++) {
+      const lim = limiter({ rules: [rules.earrrl({ limit: 2, per: '1s', halfLife: '40ms' })], store: store() });
+      let last;
+      let sent = 0;
+      for (let i = 0; i < 30; i++) {
+        sent = performance.now();
+        last = await lim.check('abuser');
+      }
+      const returned = performance.now();
+      assert.equal(last!.allowed, false);
+      const fresh = last!.resetAfter;
+      assert.ok(fresh > 500 && fresh < 3_000, `resetAfter ${fresh}`);
+      const key = keyOf(lim, 'abuser');
+      await sleep(fresh - 250 - (performance.now() - sent));
+      const exists = await client.exists(key);
+      const peek = await lim.peek('abuser');
+      if (performance.now() >= sent + fresh) {
+        assert.ok(attempt < 3, 'the machine is too slow to observe the window');
+        continue;
+      }
+      assert.equal(exists, 1, 'still remembered just before its state is as good as fresh');
+      assert.ok(peek.rate! > 0 && peek.resetAfter > 0, 'and its estimate is not yet negligible');
+      await sleep(returned + fresh + 50 - performance.now());
+      assert.equal(await client.exists(key), 0, 'forgotten once it is');
+      break;
+    }
   });
 });
 
@@ -134,7 +155,7 @@ describe('expiry with overrides', () => {
     const key = keyOf(lim, 'b');
     await lim.block('b', { for: '1s' });
     let pttl = await client.pttl(key);
-    assert.ok(pttl <= 1_000 && pttl > 800, `block only: ${pttl}`);
+    assert.ok(pttl <= 1_000 && pttl > 500, `block only: ${pttl}`);
     await lim.block('b'); // until unblock
     assert.equal(await client.pttl(key), -1);
     await lim.unblock('b');
@@ -142,9 +163,9 @@ describe('expiry with overrides', () => {
     await lim.check('b');
     await lim.block('b', { for: '10s' });
     pttl = await client.pttl(key);
-    assert.ok(pttl <= 10_000 && pttl > 9_800, `block longer than the state: ${pttl}`);
+    assert.ok(pttl <= 10_000 && pttl > 9_000, `block longer than the state: ${pttl}`);
     await lim.reset('b');
-    assert.ok((await client.pttl(key)) > 9_000, 'reset keeps the block');
+    assert.ok((await client.pttl(key)) > 8_500, 'reset keeps the block');
     await lim.unblock('b');
     assert.equal(await client.exists(key), 0);
     await lim.check('b');
@@ -152,6 +173,6 @@ describe('expiry with overrides', () => {
     assert.equal(await client.pttl(key), -1);
     await lim.unexempt('b');
     pttl = await client.pttl(key);
-    assert.ok(pttl <= 2_000 && pttl > 1_500, `back to the state's deadline: ${pttl}`);
+    assert.ok(pttl <= 2_000 && pttl > 1_000, `back to the state's deadline: ${pttl}`);
   });
 });
