@@ -1,8 +1,9 @@
 /**
  * bench/http — the HTTP middleware against its anchors, side by side in one run (`npm run bench http`):
  * bare Express vs Express + express-rate-limit vs Express + ratekeeper, and bare Fastify vs Fastify +
- * @fastify/rate-limit vs Fastify + ratekeeper, all on memory stores. Every server runs in its own process and
- * autocannon (the load generator) in this one, on loopback. Requests rotate over KEYS client keys (an x-client
+ * @fastify/rate-limit vs Fastify + ratekeeper, all on memory stores (and ratekeeper with `headers: false`, to
+ * tell what the limiting costs from what writing the two RateLimit fields costs). Every server runs in its own
+ * process and autocannon (the load generator) in this one, on loopback. Requests rotate over KEYS client keys (an x-client
  * header, read by every limiter's key function) with limits no key reaches: nothing is rejected, and the run
  * fails if anything is. Rounds alternate the servers, each round starting one server later, so that drift on a
  * shared machine hits them all alike. Interference from other work only ever slows a run down, so the tables
@@ -16,7 +17,7 @@
  * Two load shapes: one request at a time per connection (what most clients do), and 10 pipelined requests per
  * connection (the server spends less per request on I/O, so what the middleware costs shows more).
  *
- * Environment: BENCH_SECONDS (3), BENCH_WARMUP (1), BENCH_ROUNDS (5), BENCH_CONNECTIONS (16), BENCH_PIPELINING
+ * Environment: BENCH_SECONDS (3), BENCH_WARMUP (1), BENCH_ROUNDS (4), BENCH_CONNECTIONS (16), BENCH_PIPELINING
  * ("1,10": the shapes to run), BENCH_PIN (1: server and load generator on different CPUs with taskset, if present).
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
@@ -28,7 +29,7 @@ import type { Result } from 'autocannon';
 const KEYS = 10_000;
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 3);
 const WARMUP = Number(process.env.BENCH_WARMUP ?? 1);
-const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 4);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 16);
 const PIPELINING = (process.env.BENCH_PIPELINING ?? '1,10').split(',').map(Number);
 /** PIN — server processes on the last CPU, the load generator on the others (taskset), so the two never share one. */
@@ -36,7 +37,10 @@ const PIN = process.env.BENCH_PIN !== '0' && availableParallelism() >= 2 && spaw
 const SERVER_CPU = String(availableParallelism() - 1);
 const LIMIT = 1_000_000_000; // per minute and key: never reached
 
-const SERVERS = ['express', 'express + express-rate-limit', 'express + ratekeeper', 'fastify', 'fastify + @fastify/rate-limit', 'fastify + ratekeeper'] as const;
+const SERVERS = [
+  'express', 'express + express-rate-limit', 'express + ratekeeper', 'express + ratekeeper, headers: false',
+  'fastify', 'fastify + @fastify/rate-limit', 'fastify + ratekeeper', 'fastify + ratekeeper, headers: false',
+] as const;
 type ServerName = (typeof SERVERS)[number];
 
 /** serve — the server side (a child process): listens on a free loopback port and prints it. */
@@ -49,10 +53,11 @@ async function serve(name: ServerName): Promise<void> {
     if (name === 'express + express-rate-limit') {
       const { rateLimit } = await import('express-rate-limit');
       app.use(rateLimit({ windowMs: 60_000, limit: LIMIT, keyGenerator: (req) => keyOf(req.headers), validate: false }));
-    } else if (name === 'express + ratekeeper') {
+    } else if (name.startsWith('express + ratekeeper')) {
       const { rateLimit } = await import('../src/http/express.js');
       const { rules } = await import('../src/index.js');
-      app.use(rateLimit({ rules: [rules.fixedWindow({ limit: LIMIT, per: '1m' })], key: (req) => keyOf(req.headers) }));
+      const headers = !name.endsWith('headers: false');
+      app.use(rateLimit({ rules: [rules.fixedWindow({ limit: LIMIT, per: '1m' })], key: (req) => keyOf(req.headers), headers }));
     }
     app.get('/', (_req, res) => { res.send('ok'); });
     const server = app.listen(0, '127.0.0.1');
@@ -64,10 +69,11 @@ async function serve(name: ServerName): Promise<void> {
     if (name === 'fastify + @fastify/rate-limit') {
       const { default: plugin } = await import('@fastify/rate-limit');
       await app.register(plugin, { max: LIMIT, timeWindow: 60_000, keyGenerator: (req) => keyOf(req.headers) });
-    } else if (name === 'fastify + ratekeeper') {
+    } else if (name.startsWith('fastify + ratekeeper')) {
       const { ratekeeperPlugin } = await import('../src/http/fastify.js');
       const { rules } = await import('../src/index.js');
-      await app.register(ratekeeperPlugin, { rules: [rules.fixedWindow({ limit: LIMIT, per: '1m' })], key: (req) => keyOf(req.headers) });
+      const headers = !name.endsWith('headers: false');
+      await app.register(ratekeeperPlugin, { rules: [rules.fixedWindow({ limit: LIMIT, per: '1m' })], key: (req) => keyOf(req.headers), headers });
     }
     app.get('/', async () => 'ok');
     await app.listen({ port: 0, host: '127.0.0.1' });
@@ -146,7 +152,7 @@ async function table(pipelining: number): Promise<void> {
     const bare = s.startsWith('express') ? 'express' : 'fastify';
     const anchor: ServerName = bare === 'express' ? 'express + express-rate-limit' : 'fastify + @fastify/rate-limit';
     const vsBare = s === bare ? '' : `${(rps(s) / rps(bare)).toFixed(3)}×, ${(cpu(bare) / cpu(s)).toFixed(3)}×`;
-    const vsAnchor = s.endsWith('ratekeeper') ? `${(rps(s) / rps(anchor)).toFixed(3)}×, ${(cpu(anchor) / cpu(s)).toFixed(3)}×` : '';
+    const vsAnchor = s.includes('ratekeeper') ? `${(rps(s) / rps(anchor)).toFixed(3)}×, ${(cpu(anchor) / cpu(s)).toFixed(3)}×` : '';
     console.log(`| ${s} | ${fmt(rps(s))} | ${runs.get(s)!.map((x) => fmt(x.rps)).join(' / ')} | ${cpu(s).toFixed(1)} | ${vsBare} | ${vsAnchor} |`);
   }
   console.log('\n(CPU ratios are throughput-equivalent: bare µs/req ÷ this µs/req.)\n');

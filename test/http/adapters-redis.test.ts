@@ -6,10 +6,10 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
-import { rules } from '../../src/index.js';
+import { limiter, rules } from '../../src/index.js';
 import { redisStore } from '../../src/stores/redis/index.js';
 import { RedisServer } from '../support/redis.js';
-import { ADAPTERS, request } from './apps.js';
+import { ADAPTERS, buildExpress, request } from './apps.js';
 import { ManualClock, items, scenarios } from './scenarios.js';
 
 const prefix = (): string => `http:${randomBytes(4).toString('hex')}:`;
@@ -26,6 +26,39 @@ describe('http on a standalone Redis', () => {
     await server.stop();
   });
   for (const [name, build] of ADAPTERS) scenarios(`${name} (redis store)`, build, () => redisStore({ client, prefix: prefix(), timeout: 5000 }));
+});
+
+describe('shaping on a Redis shared by two servers (two processes\' worth of middleware)', () => {
+  let server: RedisServer;
+  let client: Redis;
+  before(async () => {
+    server = await RedisServer.start();
+    client = new Redis({ host: '127.0.0.1', port: server.port, maxRetriesPerRequest: 1 });
+  });
+  after(async () => {
+    client.disconnect();
+    await server.stop();
+  });
+  it('no request is ever held longer than the bound, whichever server it reached', async () => {
+    const clock = new ManualClock();
+    const lim = limiter({ rules: [rules.leakyBucket({ limit: 20, per: '1s', burst: 10, name: 'smooth' })], store: redisStore({ client, prefix: prefix() }) });
+    const options = () => ({ limiter: lim, clock, shaping: { maxDelay: 120 } });
+    const a = await buildExpress([{ method: 'GET', path: '/', limit: options }]);
+    const b = await buildExpress([{ method: 'GET', path: '/', limit: options }]);
+    try {
+      const all = await Promise.all(Array.from({ length: 12 }, (_, i) => request((i % 2 ? a : b).url + '/', { headers: { 'x-id': String(i) } })));
+      const ok = all.filter((r) => r.status === 200);
+      assert.ok(ok.length >= 3, `at least the queue up to the bound is served (${ok.length})`);
+      for (const r of ok) assert.ok((r.json().delay as number) <= 120, `held ${r.json().delay} ms`);
+      for (const r of all.filter((x) => x.status !== 200)) {
+        assert.equal(r.status, 429);
+        assert.deepEqual(r.json()['violated-policies'], ['smooth']);
+      }
+    } finally {
+      await a.close();
+      await b.close();
+    }
+  });
 });
 
 describe('http when Redis goes away: the store failure policy decides, the server keeps serving', () => {
