@@ -52,15 +52,21 @@ export class Earrrl extends Rule {
     return floorRemaining(this.threshold / this.lambda - this.decayed(s, o, now) + 1, this.slack / this.lambda);
   }
 
+  /** lag — ms until the stored time T when the clock stepped back behind it: the decay only starts there. */
+  private lag(s: Float64Array, o: number, now: number): number {
+    const ahead = s[o + 1] - now;
+    return ahead > 0 ? ahead : 0;
+  }
+
   wait(s: Float64Array, o: number, now: number): number {
     const estimate = this.decayed(s, o, now) * this.lambda;
     if (estimate <= this.threshold + this.slack) return 0;
-    return Math.log(estimate / this.threshold) / this.lambda;
+    return this.lag(s, o, now) + Math.log(estimate / this.threshold) / this.lambda;
   }
 
   resetAfter(s: Float64Array, o: number, now: number): number {
     const estimate = this.decayed(s, o, now) * this.lambda;
     const floor = this.threshold * NEGLIGIBLE;
-    return estimate > floor ? Math.log(estimate / floor) / this.lambda : 0;
+    return estimate > floor ? this.lag(s, o, now) + Math.log(estimate / floor) / this.lambda : 0;
   }
 }

@@ -92,6 +92,8 @@ export class Exponential extends Rule {
   resetAfter(s: Float64Array, o: number, now: number): number {
     const r = this.decayed(s, o, now);
     const floor = this.config.limit * NEGLIGIBLE;
-    return r > floor ? this.config.per * Math.log(r / floor) : 0;
+    if (!(r > floor)) return 0;
+    const ahead = s[o + 1] - now; // the clock stepped back behind the stored time: the decay only starts there
+    return (ahead > 0 ? ahead : 0) + this.config.per * Math.log(r / floor);
   }
 }

@@ -26,6 +26,15 @@ export class TokenBucket extends Rule {
     return d > 0 ? d : 0;
   }
 
+  /**
+   * lag — ms from `now` until the stored update time, when the clock stepped back behind it: the refill only
+   * starts there, so every wait counts from it.
+   */
+  protected lag(s: Float64Array, o: number, now: number): number {
+    const ahead = s[o + 1] - now;
+    return ahead > 0 ? ahead : 0;
+  }
+
   next(s: Float64Array, o: number, now: number, cost: number, n: Float64Array, no: number): boolean {
     const d = this.debt(s, o, now);
     const t = s[o + 1];
@@ -43,11 +52,12 @@ export class TokenBucket extends Rule {
     const over = this.debt(s, o, now) + cost - burst;
     if (over <= this.slack) return 0;
     if (cost > burst + this.slack) return Infinity;
-    return over / this.perMs;
+    return this.lag(s, o, now) + over / this.perMs;
   }
 
   resetAfter(s: Float64Array, o: number, now: number): number {
-    return this.debt(s, o, now) / this.perMs;
+    const d = this.debt(s, o, now);
+    return d > 0 ? this.lag(s, o, now) + d / this.perMs : 0;
   }
 }
 
@@ -61,7 +71,8 @@ export class TokenBucket extends Rule {
 export class LeakyBucket extends TokenBucket {
   override next(s: Float64Array, o: number, now: number, cost: number, n: Float64Array, no: number): boolean {
     const ok = super.next(s, o, now, cost, n, no);
-    this.delay = (n[no] - cost) / this.perMs;
+    const ahead = n[no] - cost;
+    this.delay = ahead > 0 ? this.lag(s, o, now) + ahead / this.perMs : 0;
     return ok;
   }
 }
