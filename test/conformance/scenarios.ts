@@ -22,7 +22,7 @@ export interface Step {
   for?: number;
   reason?: string;
   /** expect — fields the decision must have (checked on every store). */
-  expect?: Partial<Pick<Decision, 'allowed' | 'reason' | 'remaining' | 'retryAfter'>>;
+  expect?: Partial<Pick<Decision, 'allowed' | 'reason' | 'remaining' | 'retryAfter' | 'resetAfter' | 'delay'>>;
 }
 
 export interface Scenario {
@@ -74,8 +74,66 @@ function spaced(a: Algorithm): Scenario {
   return { name: `${a}: steady traffic around the rate`, rules: [rule(a, a === 'tokenBucket' || a === 'leakyBucket' || a === 'gcra' ? { burst: 2 } : {})], steps };
 }
 
+/**
+ * behind — the clock steps back behind the stored update time (tokenBucket, leakyBucket, earrrl, exponential):
+ * nothing refills or decays before the stored time, so every wait, reset and leaky delay counts from it — the lag
+ * (stored time − now) plus what the state needs from there. Each refusal is retried one ms before its retryAfter
+ * (still refused) and at it (admitted): retryAfter stays exact across the step back. All leaky, so a refusal
+ * changes nothing.
+ */
+const LAMBDA = Math.LN2 / 5_000; // earrrl below: halfLife 5 s, λ per ms
+const THRESHOLD = 3 / 10_000; // earrrl below: 3 per 10 s, per ms
+const EARRRL_WAIT = 3_000 + Math.log((3 * LAMBDA) / THRESHOLD) / LAMBDA; // three impulses at t = 10 000, seen from t = 7 000
+const behind: Scenario[] = [
+  {
+    name: 'tokenBucket: behind the stored time, retryAfter and resetAfter count from it',
+    rules: [rules.tokenBucket({ limit: 3, per: 3_000 })], // one token per second
+    steps: [
+      c(10_000), c(10_000), c(10_000, 1, 'k', { allowed: true, remaining: 0, resetAfter: 3_000 }),
+      // at 7 000 the bucket is still empty as of 10 000: one token takes 3 000 (lag) + 1 000 ms, a full bucket 3 000 + 3 000
+      c(7_000, 1, 'k', { allowed: false, retryAfter: 4_000, resetAfter: 6_000 }),
+      c(10_999, 1, 'k', { allowed: false }), c(11_000, 1, 'k', { allowed: true, remaining: 0 }),
+      c(9_000, 2, 'k', { allowed: false, retryAfter: 2_000 + 2_000, resetAfter: 2_000 + 3_000 }),
+    ],
+  },
+  {
+    name: 'leakyBucket: behind the stored time, delay, retryAfter and resetAfter count from it',
+    rules: [rules.leakyBucket({ limit: 3, per: 3_000 })], // drains one per second
+    steps: [
+      c(10_000, 1, 'k', { allowed: true, delay: 0 }), c(10_000, 1, 'k', { allowed: true, delay: 1_000 }),
+      // level 2 as of 10 000, seen from 9 000: the queue ahead drains from 10 000 on
+      c(9_000, 1, 'k', { allowed: true, delay: 1_000 + 2_000, resetAfter: 1_000 + 3_000 }),
+      c(8_000, 1, 'k', { allowed: false, retryAfter: 2_000 + 1_000, resetAfter: 2_000 + 3_000 }),
+      c(10_999, 1, 'k', { allowed: false }), c(11_000, 1, 'k', { allowed: true, delay: 2_000 }),
+      c(10_500, 0, 'k', { allowed: true, resetAfter: 500 + 3_000 }),
+    ],
+  },
+  {
+    name: 'earrrl: behind the stored time, retryAfter and resetAfter count from it',
+    rules: [rules.earrrl({ limit: 3, per: 10_000, halfLife: 5_000, accounting: 'leaky' })],
+    steps: [
+      c(10_000), c(10_000), c(10_000), c(10_000, 1, 'k', { allowed: false }),
+      // the impulse of 3 only starts decaying at 10 000: from 7 000, 3 000 ms of lag, then its decay to the threshold
+      c(7_000, 1, 'k', { allowed: false, retryAfter: EARRRL_WAIT, resetAfter: 3_000 + Math.log((3 * LAMBDA) / (THRESHOLD * 1e-6)) / LAMBDA }),
+      c(7_000 + EARRRL_WAIT - 1, 1, 'k', { allowed: false }), c(7_000 + EARRRL_WAIT, 1, 'k', { allowed: true }),
+    ],
+  },
+  {
+    name: 'exponential: behind the stored time, resetAfter counts from it',
+    rules: [rules.exponential({ limit: 3, per: 10_000 })],
+    steps: [
+      c(10_000), c(10_000), c(10_000), c(10_000, 1, 'k', { allowed: false }),
+      // an average of 3 per period as of 10 000, forgotten to 3e-6 of the limit (NEGLIGIBLE) in per·ln(1e6) from there
+      c(7_000, 1, 'k', { allowed: false, resetAfter: 3_000 + 10_000 * Math.log(1e6) }),
+      c(7_000, 0, 'k', { allowed: true, resetAfter: 3_000 + 10_000 * Math.log(1e6) }),
+      c(20_000, 1, 'k', { allowed: true }),
+    ],
+  },
+];
+
 export const scenarios: Scenario[] = [
   ...ALGORITHMS.flatMap((a) => [basic(a, 'leaky'), basic(a, 'strict'), backwards(a), spaced(a)]),
+  ...behind,
   {
     name: 'fixedWindow: a fresh burst is admitted and retryAfter is exact',
     rules: [rules.fixedWindow({ limit: 2, per: 10_000 })],

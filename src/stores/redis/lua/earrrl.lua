@@ -28,24 +28,24 @@ local function earrrl_remaining(r, s, now)
   return floor_remaining(r.threshold / r.lambda - earrrl_decayed(r, s, now) + 1, r.slack / r.lambda)
 end
 
+-- earrrl_lag — ms until the stored time T when the clock stepped back behind it: the decay only starts there.
+local function earrrl_lag(r, s, now)
+  local ahead = s[r.o + 2] - now
+  if ahead > 0 then return ahead end
+  return 0
+end
+
 local function earrrl_wait(r, s, now)
   local estimate = earrrl_decayed(r, s, now) * r.lambda
   if estimate <= r.threshold + r.slack then return 0 end
-  return log(estimate / r.threshold) / r.lambda
+  return earrrl_lag(r, s, now) + log(estimate / r.threshold) / r.lambda
 end
 
 local function earrrl_reset_after(r, s, now)
   local estimate = earrrl_decayed(r, s, now) * r.lambda
   local fl = r.threshold * NEGLIGIBLE
-  if estimate > fl then return log(estimate / fl) / r.lambda end
+  if estimate > fl then return earrrl_lag(r, s, now) + log(estimate / fl) / r.lambda end
   return 0
-end
-
--- earrrl_fresh_in — reset_after counted from T when the clock stepped back behind it.
-local function earrrl_fresh_in(r, s, now)
-  local ahead = s[r.o + 2] - now
-  if ahead > 0 then return earrrl_reset_after(r, s, now) + ahead end
-  return earrrl_reset_after(r, s, now)
 end
 
 -- earrrl.new — the rule, built in one constructor.
@@ -54,6 +54,6 @@ local function earrrl_new(c)
   local threshold = c.limit / c.per
   return { o = c.o, limit = c.limit, per = c.per, burst = c.burst, strict = c.strict, size = 2, lambda = lambda, threshold = threshold,
     slack = threshold * (REL_SLACK + lambda * TIME_SLACK),
-    next = earrrl_next, remaining = earrrl_remaining, wait = earrrl_wait, reset_after = earrrl_reset_after, fresh_in = earrrl_fresh_in }
+    next = earrrl_next, remaining = earrrl_remaining, wait = earrrl_wait, reset_after = earrrl_reset_after }
 end
 local earrrl = { new = earrrl_new }

@@ -84,21 +84,16 @@ end
 local function exponential_reset_after(r, s, now)
   local v = exponential_decayed(r, s, now)
   local fl = r.limit * NEGLIGIBLE
-  if v > fl then return r.per * log(v / fl) end
-  return 0
-end
-
--- exponential_fresh_in — reset_after counted from the last update when the clock stepped back behind it.
-local function exponential_fresh_in(r, s, now)
-  local ahead = s[r.o + 2] - now
-  if ahead > 0 then return exponential_reset_after(r, s, now) + ahead end
-  return exponential_reset_after(r, s, now)
+  if not (v > fl) then return 0 end
+  local ahead = s[r.o + 2] - now -- the clock stepped back behind the stored time: the decay only starts there
+  if not (ahead > 0) then ahead = 0 end
+  return ahead + r.per * log(v / fl)
 end
 
 -- exponential.new — the rule, built in one constructor.
 local function exponential_new(c)
   return { o = c.o, limit = c.limit, per = c.per, burst = c.burst, strict = c.strict, size = 2, slack = c.limit * (REL_SLACK + TIME_SLACK / c.per),
     next = exponential_next, remaining = exponential_remaining, wait = exponential_wait,
-    reset_after = exponential_reset_after, fresh_in = exponential_fresh_in }
+    reset_after = exponential_reset_after }
 end
 local exponential = { new = exponential_new }

@@ -40,12 +40,10 @@ local function fixedWindow_reset_after(r, s, now)
   return 0
 end
 
--- fixedWindow_fresh_in — ms until the state decides as a fresh client's, counted from now even if the clock stepped back (the expiry).
-
 -- fixedWindow.new — the rule, built in one constructor (Lua 5.1 would rehash a table grown field by field).
 local function fixedWindow_new(c)
   return { o = c.o, limit = c.limit, per = c.per, burst = c.burst, strict = c.strict, size = 2, slack = c.limit * REL_SLACK,
     next = fixedWindow_next, remaining = fixedWindow_remaining, wait = fixedWindow_wait,
-    reset_after = fixedWindow_reset_after, fresh_in = fixedWindow_reset_after }
+    reset_after = fixedWindow_reset_after }
 end
 local fixedWindow = { new = fixedWindow_new }

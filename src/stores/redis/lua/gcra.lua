@@ -43,6 +43,6 @@ local function gcra_new(c)
   local tolerance = c.burst * interval
   return { o = c.o, limit = c.limit, per = c.per, burst = c.burst, strict = c.strict, size = 1, interval = interval, tolerance = tolerance,
     slack = tolerance * REL_SLACK + TIME_SLACK,
-    next = gcra_next, remaining = gcra_remaining, wait = gcra_wait, reset_after = gcra_reset_after, fresh_in = gcra_reset_after }
+    next = gcra_next, remaining = gcra_remaining, wait = gcra_wait, reset_after = gcra_reset_after }
 end
 local gcra = { new = gcra_new }

@@ -116,11 +116,8 @@ out[1], out[2], out[3] = allowed and 1 or 0, now, NAN
 local fresh = 0
 for i = 1, count do
   report(i, allowed)
-  if changed then
-    local r = RULES[i]
-    local f = r.fresh_in(r, r.log and L or s, now)
-    if f > fresh then fresh = f end
-  end
+  local f = out[6 * i + 1]
+  if f > fresh then fresh = f end
 end
 
 -- Store, to expire when the state decides as a fresh client's would: never earlier. (No live override here.)

@@ -130,7 +130,7 @@ end
 local function slidingLog_new(c)
   return { limit = c.limit, per = c.per, strict = c.strict, log = true, size = 0, slack = c.limit * REL_SLACK,
     admits = slidingLog_admits, remaining = slidingLog_remaining, wait = slidingLog_wait,
-    reset_after = slidingLog_reset_after, fresh_in = slidingLog_reset_after }
+    reset_after = slidingLog_reset_after }
 end
 local slidingLog = { new = slidingLog_new }
 local Log = { decode = log_decode, push = log_push, trim = log_trim }

@@ -63,6 +63,6 @@ end
 local function slidingWindow_new(c)
   return { o = c.o, limit = c.limit, per = c.per, burst = c.burst, strict = c.strict, size = 3, slack = c.limit * REL_SLACK,
     next = slidingWindow_next, remaining = slidingWindow_remaining, wait = slidingWindow_wait,
-    reset_after = slidingWindow_reset_after, fresh_in = slidingWindow_reset_after }
+    reset_after = slidingWindow_reset_after }
 end
 local slidingWindow = { new = slidingWindow_new }

@@ -16,6 +16,14 @@ local function tokenBucket_debt(r, s, now)
   return 0
 end
 
+-- tokenBucket_lag — ms from now until the stored update time when the clock stepped back behind it: the refill
+-- only starts there, so every wait counts from it.
+local function tokenBucket_lag(r, s, now)
+  local ahead = s[r.o + 2] - now
+  if ahead > 0 then return ahead end
+  return 0
+end
+
 local function tokenBucket_next(r, s, now, cost, n)
   local d = tokenBucket_debt(r, s, now)
   local t = s[r.o + 2]
@@ -24,10 +32,13 @@ local function tokenBucket_next(r, s, now, cost, n)
   return d + cost <= r.burst + r.slack
 end
 
--- tokenBucket_leaky_next — the leaky bucket's next: also the delay, ms to hold the request for smooth output (the queue ahead of it).
+-- tokenBucket_leaky_next — the leaky bucket's next: also the delay, ms to hold the request for smooth output (the
+-- queue ahead of it, drained from the stored time on when the clock stepped back behind it).
 local function tokenBucket_leaky_next(r, s, now, cost, n)
   local ok = tokenBucket_next(r, s, now, cost, n)
-  return ok, nil, (n[r.o + 1] - cost) / r.perMs
+  local ahead = n[r.o + 1] - cost
+  if ahead > 0 then return ok, nil, tokenBucket_lag(r, s, now) + ahead / r.perMs end
+  return ok, nil, 0
 end
 
 local function tokenBucket_remaining(r, s, now)
@@ -39,18 +50,13 @@ local function tokenBucket_wait(r, s, now, cost)
   local over = tokenBucket_debt(r, s, now) + cost - burst
   if over <= r.slack then return 0 end
   if cost > burst + r.slack then return INF end
-  return over / r.perMs
+  return tokenBucket_lag(r, s, now) + over / r.perMs
 end
 
 local function tokenBucket_reset_after(r, s, now)
-  return tokenBucket_debt(r, s, now) / r.perMs
-end
-
--- tokenBucket_fresh_in — reset_after counted from the last update when the clock stepped back behind it.
-local function tokenBucket_fresh_in(r, s, now)
-  local ahead = s[r.o + 2] - now
-  if ahead > 0 then return tokenBucket_reset_after(r, s, now) + ahead end
-  return tokenBucket_reset_after(r, s, now)
+  local d = tokenBucket_debt(r, s, now)
+  if d > 0 then return tokenBucket_lag(r, s, now) + d / r.perMs end
+  return 0
 end
 
 -- tokenBucket.new — the rule, built in one constructor; leaky — the leaky bucket's (next also reports delay).
@@ -58,6 +64,6 @@ local function tokenBucket_new(c, leaky)
   local perMs = c.limit / c.per
   return { o = c.o, limit = c.limit, per = c.per, burst = c.burst, strict = c.strict, size = 2, perMs = perMs, slack = c.burst * REL_SLACK + perMs * TIME_SLACK,
     next = leaky and tokenBucket_leaky_next or tokenBucket_next, remaining = tokenBucket_remaining, wait = tokenBucket_wait,
-    reset_after = tokenBucket_reset_after, fresh_in = tokenBucket_fresh_in }
+    reset_after = tokenBucket_reset_after }
 end
 local tokenBucket = { new = tokenBucket_new }
