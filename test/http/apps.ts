@@ -160,10 +160,19 @@ export interface Res {
 }
 
 /**
- * request — a real HTTP request with node:http (it can choose its local address: any 127.x.y.z is loopback
- * on Linux, so tests can be different peers).
+ * request — a real HTTP request: Node's fetch (undici), or node:http when the test chooses the local address
+ * (any 127.x.y.z is loopback on Linux, so tests can be different peers; fetch cannot bind one without an undici
+ * Agent, which is not a dependency).
  */
-export function request(url: string, init: { method?: string; headers?: Record<string, string>; body?: string; localAddress?: string } = {}): Promise<Res> {
+export async function request(url: string, init: { method?: string; headers?: Record<string, string>; body?: string; localAddress?: string } = {}): Promise<Res> {
+  if (init.localAddress !== undefined) return viaNodeHttp(url, init);
+  const start = performance.now();
+  const res = await fetch(url, { method: init.method ?? 'GET', headers: init.headers, body: init.body });
+  const body = await res.text();
+  return { status: res.status, headers: Object.fromEntries(res.headers), body, json: () => JSON.parse(body), took: performance.now() - start };
+}
+
+function viaNodeHttp(url: string, init: { method?: string; headers?: Record<string, string>; body?: string; localAddress?: string }): Promise<Res> {
   const start = performance.now();
   return new Promise((resolve, reject) => {
     const u = new URL(url);
