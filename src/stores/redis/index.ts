@@ -3,7 +3,7 @@ import type { Policy } from '../../core/policy.js';
 import { RatekeeperError, show } from '../../core/errors.js';
 import { MemoryStore, type MemoryTable } from '../memory.js';
 import type { BoundStore, OverrideRequest, Store } from '../types.js';
-import { Script, opScript, policyId, policyScript } from './scripts.js';
+import { Script, hasDelay, hasRate, opScript, policyId, policyScript } from './scripts.js';
 
 /**
  * RedisClient — what the store needs of a client: ioredis's `Redis` and `Cluster` both fit. `status` is read to
@@ -49,6 +49,21 @@ export interface RedisStoreOptions {
   maxPending?: number;
   /** fallbackMaxKeys — `maxKeys` of the `'memory'` fallback store. @default 100_000 */
   fallbackMaxKeys?: number;
+  /**
+   * coalesce — write the checks sent in the same tick to the socket in one go: the store corks the client's sockets
+   * (every node's, for a Cluster) at the first check of a tick and uncorks them at its end (`process.nextTick`), so
+   * 256 concurrent checks cost one `writev` instead of 256 `write` system calls, on the app server and on Redis.
+   * Adds no latency (nothing waits for another event-loop turn). Off: one write per command, as ioredis does.
+   * @default true
+   */
+  coalesce?: boolean;
+}
+
+/** Corkable — a socket the store can cork for a tick (net.Socket, tls.TLSSocket). */
+interface Corkable {
+  cork(): void;
+  uncork(): void;
+  readonly writable?: boolean;
 }
 
 /** StoreUnavailableError — why a Redis call was given up: an error, a timeout, a disconnected client, too many pending. */
@@ -63,7 +78,7 @@ export class StoreUnavailableError extends Error {
 const DOWN = new Set(['reconnecting', 'close', 'end', 'disconnecting']);
 
 /** Deadline — one call waiting for its answer or its timeout, whichever comes first. */
-interface Deadline {
+export interface Deadline {
   at: number;
   done: boolean;
   fail: (e: Error) => void;
@@ -87,10 +102,20 @@ export class RedisStore implements Store {
   lastError: Error | undefined;
   /** fallback — the local store of onError 'memory'. */
   readonly fallback: MemoryStore | undefined;
+  readonly coalesce: boolean;
+  /** corked — the sockets corked during this tick (all uncorked at its end), or undefined when none is. */
+  private corked: Corkable[] | undefined;
   /** deadlines — calls in flight in the order sent, so in deadline order (one timeout per store); done ones are popped lazily. */
   private readonly deadlines: Deadline[] = [];
   private head = 0;
   private timer: NodeJS.Timeout | undefined;
+  /**
+   * evalshaBuffer, evalBuffer — a check's command (one key, now, cost), reply as bytes: ioredis's own evalshaBuffer
+   * where the client has it (it goes through the client's auto-pipelining when enabled: ioredis's callBuffer loses the
+   * command's name there), else callBuffer('EVALSHA', …).
+   */
+  readonly evalshaBuffer: (sha: string, key: string, now: string, cost: string) => Promise<unknown>;
+  readonly evalBuffer: (text: string, key: string, now: string, cost: string) => Promise<unknown>;
   private readonly overrideSet = opScript('override');
   private readonly overrideClear = opScript('unoverride');
   private readonly resetState = opScript('reset');
@@ -102,6 +127,13 @@ export class RedisStore implements Store {
       throw new RatekeeperError(`redisStore.client must be an ioredis Redis or Cluster, got ${show(options.client)}`);
     }
     this.client = c;
+    const b = c as RedisClient & { evalshaBuffer?: RedisClient['evalsha']; evalBuffer?: RedisClient['eval'] };
+    this.evalshaBuffer = typeof b.evalshaBuffer === 'function'
+      ? (sha, key, now, cost) => (b.evalshaBuffer as RedisClient['evalsha'])(sha, 1, key, now, cost)
+      : (sha, key, now, cost) => c.callBuffer('EVALSHA', sha, 1, key, now, cost);
+    this.evalBuffer = typeof b.evalBuffer === 'function'
+      ? (text, key, now, cost) => (b.evalBuffer as RedisClient['eval'])(text, 1, key, now, cost)
+      : (text, key, now, cost) => c.callBuffer('EVAL', text, 1, key, now, cost);
     const prefix = options.prefix ?? 'rk:';
     if (typeof prefix !== 'string' || /[{}]/.test(prefix)) {
       throw new RatekeeperError(`redisStore.prefix must be a string without { or } (the client's part of the key is the hash tag), got ${show(prefix)}`);
@@ -121,7 +153,32 @@ export class RedisStore implements Store {
     if (!Number.isSafeInteger(maxPending) || maxPending < 1) throw new RatekeeperError(`redisStore.maxPending must be an integer >= 1, got ${show(maxPending)}`);
     this.maxPending = maxPending;
     if (onError === 'memory') this.fallback = new MemoryStore({ maxKeys: options.fallbackMaxKeys ?? 100_000 });
+    if (options.coalesce !== undefined && typeof options.coalesce !== 'boolean') throw new RatekeeperError(`redisStore.coalesce must be a boolean, got ${show(options.coalesce)}`);
+    this.coalesce = options.coalesce ?? true;
   }
+
+  /** cork — at the first check of a tick, corks the client's sockets until the tick ends (coalesce). */
+  cork(): void {
+    if (this.corked !== undefined || !this.coalesce) return;
+    const c = this.client as RedisClient & { isCluster?: boolean; stream?: unknown; nodes?: () => { stream?: unknown }[] };
+    const streams = c.isCluster === true && typeof c.nodes === 'function' ? c.nodes().map((n) => n.stream) : [c.stream];
+    const corked: Corkable[] = [];
+    for (const x of streams) {
+      const sock = x as Corkable | undefined;
+      if (sock !== undefined && sock !== null && typeof sock.cork === 'function' && sock.writable !== false) {
+        sock.cork();
+        corked.push(sock);
+      }
+    }
+    this.corked = corked;
+    process.nextTick(this.uncork);
+  }
+
+  private readonly uncork = (): void => {
+    const corked = this.corked;
+    this.corked = undefined;
+    if (corked !== undefined) for (const sock of corked) sock.uncork();
+  };
 
   attach(policy: Policy): RedisBound {
     return new RedisBound(this, policy);
@@ -139,9 +196,8 @@ export class RedisStore implements Store {
    * timeout and pending bound. Rejects with a StoreUnavailableError; never leaves a rejection unhandled.
    */
   run(script: Script, keys: string[], args: (string | number)[], binary = false): Promise<unknown> {
-    const status = this.client.status;
-    if (status !== undefined && DOWN.has(status)) return Promise.reject(new StoreUnavailableError(`the client is ${status}`));
-    if (this.pending >= this.maxPending) return Promise.reject(new StoreUnavailableError(`${this.pending} commands are pending (maxPending)`));
+    const refused = this.refuse();
+    if (refused !== undefined) return Promise.reject(refused);
     return new Promise((resolve, reject) => {
       const d: Deadline = { at: performance.now() + this.timeout, done: false, fail: reject };
       this.track(d);
@@ -174,6 +230,14 @@ export class RedisStore implements Store {
     });
   }
 
+  /** refuse — why a call must be answered by the failure policy at once (a disconnected client, too many pending), or undefined. */
+  refuse(): StoreUnavailableError | undefined {
+    const status = this.client.status;
+    if (status !== undefined && status !== 'ready' && DOWN.has(status)) return new StoreUnavailableError(`the client is ${status}`);
+    if (this.pending >= this.maxPending) return new StoreUnavailableError(`${this.pending} commands are pending (maxPending)`);
+    return undefined;
+  }
+
   setOverride(key: string, request: OverrideRequest, now: number | undefined): Promise<unknown> {
     const args: string[] = [now === undefined ? '' : String(now), request.kind === 'block' ? 'b' : 'e', request.for === Infinity ? 'inf' : String(request.for)];
     if (request.reason !== undefined) args.push(request.reason);
@@ -195,7 +259,7 @@ export class RedisStore implements Store {
   }
 
   /** track — files a call's deadline and makes sure the one timer is armed for the earliest. */
-  private track(d: Deadline): void {
+  track(d: Deadline): void {
     const q = this.deadlines;
     while (this.head < q.length && q[this.head].done) this.head++;
     if (this.head > 1024 && this.head * 2 > q.length) {
@@ -235,6 +299,60 @@ export class RedisStore implements Store {
   }
 }
 
+/**
+ * Outcome — a rule's RuleOutcome as the script reports it; every instance has the same fields in the same order (rate
+ * and delay undefined where the rule measures none), so decisions keep one shape.
+ */
+class Outcome implements RuleOutcome {
+  constructor(
+    public name: string, public algorithm: RuleOutcome['algorithm'], public allowed: boolean, public limit: number,
+    public remaining: number, public retryAfter: number, public resetAfter: number,
+    public rate: number | undefined, public delay: number | undefined,
+  ) {}
+}
+
+/**
+ * Check — one check in flight: its deadline in the store's queue and the caller's resolve. Settles once (done): with
+ * the script's decision, or the failure policy's when Redis errs or the deadline passes first.
+ */
+class Check implements Deadline {
+  done = false;
+  constructor(
+    readonly bound: RedisBound, readonly key: string, readonly cost: number, readonly now: number | undefined,
+    readonly at: number, private readonly resolve: (d: Decision) => void,
+  ) {}
+
+  answer(reply: Buffer): void {
+    this.bound.store.pending--;
+    if (this.done) return;
+    this.done = true;
+    let d: Decision;
+    try {
+      d = this.bound.decision(reply);
+    } catch (e) {
+      d = this.bound.failed(new StoreUnavailableError(`unreadable reply: ${e instanceof Error ? e.message : String(e)}`, e), this.key, this.cost, this.now);
+    }
+    this.resolve(d);
+  }
+
+  /** error — a failed command: NOSCRIPT is retried once with the script's text (still pending), anything else is a failure. */
+  error(e: unknown, retried = false): void {
+    if (!retried && !this.done && e instanceof Error && e.message.startsWith('NOSCRIPT')) {
+      this.bound.retry(this);
+      return;
+    }
+    this.bound.store.pending--;
+    if (this.done) return;
+    this.done = true;
+    this.resolve(this.bound.failed(new StoreUnavailableError(e instanceof Error ? e.message : String(e), e), this.key, this.cost, this.now));
+  }
+
+  /** fail — the deadline passed first (the command still counts as pending until it settles). */
+  fail(e: Error): void {
+    this.resolve(this.bound.failed(e, this.key, this.cost, this.now));
+  }
+}
+
 /** encodeKey — the client key made safe inside a hash tag, injectively: %, {, } and lone surrogates are %-escaped. */
 const UNSAFE = /[%{}]|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 const UNSAFE_ALL = new RegExp(UNSAFE.source, 'g');
@@ -252,27 +370,49 @@ export class RedisBound implements BoundStore {
   readonly sync = false;
   readonly ownClock = true;
   readonly id: string;
-  private readonly script: Script;
+  readonly script: Script;
   private readonly fallback: MemoryTable | undefined;
   /** lastLocal — the fallback's clock, never stepping back. */
   private lastLocal = -Infinity;
+  /** keyHead, keyTail — what surrounds the encoded client key in its Redis key: `<prefix>{` and `}:<policy id>`. */
+  private readonly keyHead: string;
+  private readonly keyTail: string;
+  /** measures — per rule, 1 when its reply carries a rate, 2 a delay (earrrl and exponential; leakyBucket). */
+  private readonly measures: Uint8Array;
 
   constructor(readonly store: RedisStore, readonly policy: Policy) {
     this.id = policyId(policy);
     this.script = policyScript(policy);
     this.fallback = store.fallback?.attach(policy);
+    this.keyHead = `${store.prefix}{`;
+    this.keyTail = `}:${this.id}`;
+    this.measures = new Uint8Array(policy.rules.map((r) => (hasRate(r.algorithm) ? 1 : hasDelay(r.algorithm) ? 2 : 0)));
   }
 
   /** redisKey — the client's key in Redis. */
   redisKey(key: string): string {
-    return `${this.store.prefix}{${encodeKey(key)}}:${this.id}`;
+    return this.keyHead + encodeKey(key) + this.keyTail;
   }
 
   evaluate(key: string, cost: number, now: number | undefined): Promise<Decision> {
-    return this.store.run(this.script, [this.redisKey(key)], [now === undefined ? '' : String(now), String(cost)], true).then(
-      (reply) => this.decision(reply as Buffer),
-      (e: unknown) => this.failed(e, key, cost, now),
-    );
+    const store = this.store;
+    const refused = store.refuse();
+    if (refused !== undefined) return Promise.resolve(this.failed(refused, key, cost, now));
+    return new Promise<Decision>((resolve) => {
+      const call = new Check(this, key, cost, now, performance.now() + store.timeout, resolve);
+      store.track(call);
+      store.pending++;
+      store.cork();
+      store.evalshaBuffer(this.script.sha, this.redisKey(key), now === undefined ? '' : String(now), cost === 1 ? '1' : String(cost))
+        .then((reply) => call.answer(reply as Buffer), (e: unknown) => call.error(e));
+    });
+  }
+
+  /** retry — a check whose script the server did not have (NOSCRIPT: restarted, a new cluster node): EVAL sends the text and caches it there. */
+  retry(call: Check): void {
+    const { key, cost, now } = call;
+    this.store.evalBuffer(this.script.text, this.redisKey(key), now === undefined ? '' : String(now), cost === 1 ? '1' : String(cost))
+      .then((reply) => call.answer(reply as Buffer), (e: unknown) => call.error(e, true));
   }
 
   setOverride(key: string, request: OverrideRequest, now: number | undefined): Promise<void> {
@@ -287,32 +427,35 @@ export class RedisBound implements BoundStore {
     return this.store.reset(this.redisKey(key)).then(() => undefined);
   }
 
-  /** decision — the Decision from the script's reply (doubles, see the header of policy.lua), built by the policy's shared code. */
+  /**
+   * decision — the Decision from the script's reply (doubles, see the header of policy.lua: the outcome, then per rule
+   * admits, remaining, retryAfter, resetAfter and its rate or delay if it measures one), built by the policy's shared code.
+   */
   decision(reply: Buffer): Decision {
     const rules = this.policy.rules;
-    const outcomes = new Array<RuleOutcome>(rules.length);
-    for (let i = 0, j = 24; i < rules.length; i++, j += 48) {
+    const measures = this.measures;
+    const count = rules.length;
+    const outcomes = new Array<RuleOutcome>(count);
+    let j = 8;
+    for (let i = 0; i < count; i++) {
       const c = rules[i];
-      const o: RuleOutcome = {
-        name: c.name, algorithm: c.algorithm, allowed: reply.readDoubleLE(j) === 1, limit: c.limit, remaining: reply.readDoubleLE(j + 8),
-        retryAfter: reply.readDoubleLE(j + 16), resetAfter: reply.readDoubleLE(j + 24),
-      };
-      const rate = reply.readDoubleLE(j + 32);
-      const delay = reply.readDoubleLE(j + 40);
-      if (rate === rate) o.rate = rate;
-      if (delay === delay) o.delay = delay;
-      outcomes[i] = o;
+      const m = measures[i];
+      const extra = m === 0 ? undefined : reply.readDoubleLE(j + 32);
+      outcomes[i] = new Outcome(
+        c.name, c.algorithm, reply.readDoubleLE(j) === 1, c.limit, reply.readDoubleLE(j + 8), reply.readDoubleLE(j + 16),
+        reply.readDoubleLE(j + 24), m === 1 ? extra : undefined, m === 2 ? extra : undefined,
+      );
+      j += m === 0 ? 32 : 40;
     }
     const kind = reply.readDoubleLE(0);
     if (kind < 2) return this.policy.finish(outcomes, kind === 1);
-    const override: Override = { kind: kind === 2 ? 'block' : 'exempt', until: reply.readDoubleLE(16) };
-    const end = 24 + 48 * rules.length;
-    if (reply.length > end) override.reason = reply.toString('utf8', end);
-    return this.policy.overrideDecision(outcomes, override, reply.readDoubleLE(8));
+    const override: Override = { kind: kind === 2 ? 'block' : 'exempt', until: reply.readDoubleLE(j + 8) };
+    if (reply.length > j + 16) override.reason = reply.toString('utf8', j + 16);
+    return this.policy.overrideDecision(outcomes, override, reply.readDoubleLE(j));
   }
 
   /** failed — the failure policy's answer for a check Redis did not decide. */
-  private failed(e: unknown, key: string, cost: number, now: number | undefined): Decision {
+  failed(e: unknown, key: string, cost: number, now: number | undefined): Decision {
     this.store.noteFailure(e);
     if (this.fallback !== undefined) {
       let t = now;

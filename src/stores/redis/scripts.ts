@@ -3,6 +3,8 @@ import { existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { Policy } from '../../core/policy.js';
 import type { Algorithm } from '../../core/types.js';
+import type { RuleConfig } from '../../core/algorithms/common.js';
+import { RatekeeperError } from '../../core/errors.js';
 import { NEGLIGIBLE, REL_SLACK, TIME_SLACK } from '../../core/algorithms/common.js';
 
 /**
@@ -25,8 +27,8 @@ export function lua(name: string): string {
   return text;
 }
 
-/** constants — the core's tolerances, as exact Lua literals, written before common.lua. */
-function constants(): string {
+/** tolerances — the core's tolerances, as exact Lua literals, written before common.lua (the small scripts). */
+function tolerances(): string {
   return `local REL_SLACK, TIME_SLACK, NEGLIGIBLE = ${luaNumber(REL_SLACK)}, ${luaNumber(TIME_SLACK)}, ${luaNumber(NEGLIGIBLE)}`;
 }
 
@@ -44,56 +46,105 @@ function luaNumber(x: number): string {
   return String(x);
 }
 
-/** ALGORITHM_FILES — the .lua modules an algorithm needs, in the order they must appear. */
-const ALGORITHM_FILES: Record<Algorithm, string[]> = {
-  fixedWindow: ['fixedWindow'],
-  slidingWindow: ['slidingWindow'],
-  slidingLog: ['slidingLog'],
-  tokenBucket: ['tokenBucket'],
-  leakyBucket: ['tokenBucket', 'leakyBucket'],
-  gcra: ['gcra'],
-  earrrl: ['earrrl'],
-  exponential: ['exponential'],
-};
+/**
+ * Template — one .lua file of code templates: the header (its documentation) and its sections, each started by a
+ * line `--@@ name`.
+ */
+const templates = new Map<string, Map<string, string>>();
+function template(file: string): Map<string, string> {
+  let t = templates.get(file);
+  if (t === undefined) {
+    t = new Map();
+    const parts = lua(file).split(/^--@@ (\w+)[ \t]*$/m);
+    for (let i = 1; i < parts.length; i += 2) t.set(parts[i], parts[i + 1].replace(/^\n+|\s+$/g, ''));
+    templates.set(file, t);
+  }
+  return t;
+}
+
+/** arg — a macro argument as pasted: a name or a number as is, any other expression in parentheses. */
+const arg = (a: string): string => (/^[A-Za-z_][A-Za-z0-9_]*$|^[0-9.]+$/.test(a) ? a : `(${a})`);
 
 /**
- * policyScript — the one script of a policy: common.lua, record.lua, the algorithm modules its rules use, the policy's
- * constants (rule parameters written as exact literals, state offsets in Policy's layout) and policy.lua.
+ * expand — section `name` of `file` with its macros expanded: `$1`, `$2` … are the macro's arguments; a line
+ * `@include file.section` pastes another file's section, `@section(a, b)` or `@section` one of the same file.
+ * Named placeholders ($NAME) are left for `fill`.
  */
-export function policyScript(policy: Policy): Script {
-  const files: string[] = [];
-  for (const r of policy.rules) for (const f of ALGORITHM_FILES[r.algorithm]) if (!files.includes(f)) files.push(f);
-  const logRules = policy.rules.filter((r) => r.algorithm === 'slidingLog');
-  let offset = 0;
-  const rules = policy.rules.map((r) => {
-    const fields = [
-      `limit = ${luaNumber(r.limit)}`, `per = ${luaNumber(r.per)}`, `burst = ${luaNumber(r.burst)}`,
-      `halfLife = ${luaNumber(r.halfLife)}`, `strict = ${r.accounting === 'strict'}`, `o = ${offset}`,
-    ];
-    offset += stateSizeOf(r.algorithm);
-    return `  ${r.algorithm}.new({ ${fields.join(', ')} }),`;
+function expand(file: string, name: string, args: string[] = []): string {
+  const text = template(file).get(name);
+  if (text === undefined) throw new Error(`ratekeeper/redis: ${file}.lua has no template ${name}`);
+  const withArgs = text.replace(/\$([1-9])/g, (_, d: string) => {
+    const a = args[Number(d) - 1];
+    if (a === undefined) throw new Error(`ratekeeper/redis: ${file}.lua template ${name} needs argument $${d}`);
+    return arg(a);
   });
-  if (offset !== policy.stateSize) throw new Error(`ratekeeper/redis: state layout ${offset} differs from the policy's ${policy.stateSize}`);
-  const layout = [
-    `-- The policy: ${policy.rules.map((r) => `${r.name} (${r.algorithm}, ${r.accounting})`).join('; ')}`,
-    `local STATE_SIZE = ${policy.stateSize}`,
-    `local STATE_FMT = '<${'d'.repeat(policy.stateSize)}'`,
-    `local REPLY_FMT = '<${'d'.repeat(3 + 6 * policy.rules.length)}'`,
-    `local function ZEROS() return { ${Array(policy.stateSize).fill('0').join(', ')} } end`,
-    `local function REPLY() return { ${Array(3 + 6 * policy.rules.length).fill('0').join(', ')} } end`,
-    `local HAS_LOG = ${logRules.length > 0}`,
-    `local LOG_STRICT = ${logRules[0]?.accounting === 'strict'}`,
-    `local LOG_PER = ${luaNumber(Math.max(0, ...logRules.map((r) => r.per)))}`,
-    `local LOG_LIMIT = ${luaNumber(Math.max(0, ...logRules.map((r) => r.limit)))}`,
-    'local RULES = {',
-    ...rules,
-    '}',
-  ].join('\n');
-  return new Script([constants(), lua('common'), lua('record'), ...files.map(lua), layout, lua('policy')].join('\n'));
+  return withArgs.replace(/^([ \t]*)@(include )?([\w.]+)(?:\((.*)\))?[ \t]*$/gm, (_, indent: string, include: string | undefined, target: string, list: string | undefined) => {
+    const [f, section] = include ? target.split('.') : [file, target];
+    const inner = expand(f, section, list === undefined ? [] : list.split(',').map((x) => x.trim()));
+    return inner.split('\n').map((l) => indent + l).join('\n');
+  });
+}
+
+/** fill — replaces every $NAME in `text` by `vars[NAME]` (a name it does not know is a bug in a template: it throws). */
+function fill(text: string, vars: Record<string, string>, where: string): string {
+  return text.replace(/\$([A-Z][A-Z0-9_]*)/g, (_, n: string) => {
+    const x = vars[n];
+    if (x === undefined) throw new Error(`ratekeeper/redis: ${where} uses $${n}, which the composer does not define`);
+    return x;
+  });
+}
+
+/** lit — a number as a Lua literal, negative ones in parentheses (so that `a - $X` never reads as a comment). */
+const lit = (x: number): string => (x < 0 || Object.is(x, -0) ? `(${luaNumber(x)})` : luaNumber(x));
+
+/**
+ * constants — a rule's parameters and the constants its template uses, computed with the very expressions of the
+ * core's constructor (src/core/algorithms/*.ts), so that the literals are the same doubles the core compares with.
+ */
+function constants(r: RuleConfig, logPer: number, logLimit: number): Record<string, number> {
+  const { limit, per, burst } = r;
+  switch (r.algorithm) {
+    case 'gcra': {
+      const interval = per / limit;
+      const tolerance = burst * interval;
+      const slack = tolerance * REL_SLACK + TIME_SLACK;
+      return { INTERVAL: interval, TOLERANCE: tolerance, SLACK: slack, TOL_SLACK: tolerance + slack, SLACK_I: slack / interval };
+    }
+    case 'fixedWindow': {
+      const slack = limit * REL_SLACK;
+      return { LIMIT: limit, PER: per, SLACK: slack, LIM_SLACK: limit + slack };
+    }
+    case 'slidingWindow': {
+      const slack = limit * REL_SLACK;
+      return { LIMIT: limit, PER: per, SLACK: slack, LIM_SLACK: limit + slack, TIME_SLACK };
+    }
+    case 'tokenBucket': case 'leakyBucket': {
+      const perMs = limit / per;
+      const slack = burst * REL_SLACK + perMs * TIME_SLACK;
+      return { BURST: burst, PERMS: perMs, SLACK: slack, BURST_SLACK: burst + slack };
+    }
+    case 'earrrl': {
+      const lambda = Math.LN2 / r.halfLife;
+      const threshold = limit / per;
+      const slack = threshold * (REL_SLACK + lambda * TIME_SLACK);
+      return {
+        LAMBDA: lambda, NEG_LAMBDA: -lambda, THRESHOLD: threshold, SLACK: slack, THR_SLACK: threshold + slack,
+        THR_L: threshold / lambda, SLACK_L: slack / lambda, FLOOR: threshold * NEGLIGIBLE,
+      };
+    }
+    case 'exponential': {
+      const slack = limit * (REL_SLACK + TIME_SLACK / per);
+      return { LIMIT: limit, PER: per, SLACK: slack, LIM_SLACK: limit + slack, FLOOR: limit * NEGLIGIBLE };
+    }
+    case 'slidingLog': {
+      const slack = limit * REL_SLACK;
+      return { LIMIT: limit, PER: per, SLACK: slack, LIM_SLACK: limit + slack, LOG_PER: logPer, LOG_LIMIT: logLimit };
+    }
+  }
 }
 
 /** stateSizeOf — numbers of state per client of an algorithm, as the core's rules keep them (slidingLog: in the log). */
-function stateSizeOf(a: Algorithm): number {
+export function stateSizeOf(a: Algorithm): number {
   switch (a) {
     case 'slidingLog': return 0;
     case 'gcra': return 1;
@@ -102,8 +153,161 @@ function stateSizeOf(a: Algorithm): number {
   }
 }
 
+/** measures — what a rule reports beyond admits, remaining, retryAfter, resetAfter: a rate (earrrl, exponential), a delay (leakyBucket). */
+export const hasRate = (a: Algorithm): boolean => a === 'earrrl' || a === 'exponential';
+export const hasDelay = (a: Algorithm): boolean => a === 'leakyBucket';
+
+/** FLAT_RULES — up to this many rules the reply is one struct.pack of locals; beyond, each rule packs its own part (Lua's 200 locals). */
+const FLAT_RULES = 8;
+
+/**
+ * policyScript — the one straight-line script of a policy, written from policy.lua and the templates of the algorithms
+ * its rules use: every rule's parameters as exact literals, its state in numbered locals in Policy's layout, no
+ * table, closure or loop over rules at run time.
+ */
+export function policyScript(policy: Policy): Script {
+  const rules = policy.rules;
+  const logRules = rules.filter((r) => r.algorithm === 'slidingLog');
+  const hasLog = logRules.length > 0;
+  const logPer = Math.max(0, ...logRules.map((r) => r.per));
+  const logLimit = Math.max(0, ...logRules.map((r) => r.limit));
+  const flat = rules.length <= FLAT_RULES;
+  const locals: string[] = [];
+  const state: string[] = [];
+  const decide: string[] = [];
+  const report: string[] = [];
+  const replies: string[] = [];
+  const chargeAll: string[] = [];
+  const chargeStrict: string[] = [];
+  let offset = 0;
+  rules.forEach((r, idx) => {
+    const i = idx + 1;
+    const size = stateSizeOf(r.algorithm);
+    const vars: Record<string, string> = { OK: `ok${i}`, REM: `rem${i}`, WAIT: `wait${i}`, RESET: `reset${i}`, RATE: `rate${i}`, DELAY: `delay${i}` };
+    for (const [k, x] of Object.entries(constants(r, logPer, logLimit))) vars[k] = lit(x);
+    const s: string[] = [];
+    const n: string[] = [];
+    for (let k = 1; k <= size; k++) {
+      vars[`S${k}`] = `s${offset + k}`;
+      vars[`N${k}`] = `n${offset + k}`;
+      s.push(`s${offset + k}`);
+      n.push(`n${offset + k}`);
+    }
+    offset += size;
+    state.push(...s);
+    const where = `${r.algorithm}.lua (rule ${i})`;
+    locals.push(...n, `ok${i}`);
+    if (hasRate(r.algorithm)) locals.push(`rate${i}`);
+    if (hasDelay(r.algorithm)) locals.push(`delay${i}`);
+    decide.push(`-- rule ${i}: ${printable(r.name)} (${r.algorithm}, ${r.accounting})`, 'do', indent(fill(expand(r.algorithm, 'decide'), vars, where)), 'end');
+    if (size > 0) {
+      chargeAll.push(`${s.join(', ')} = ${n.join(', ')}`);
+      if (r.accounting === 'strict') chargeStrict.push(`${s.join(', ')} = ${n.join(', ')}`);
+    }
+    const values = [`ok${i} and 1 or 0`, `rem${i}`, `wait${i}`, `reset${i}`];
+    if (hasRate(r.algorithm)) values.push(`rate${i}`);
+    if (hasDelay(r.algorithm)) values.push(`allowed and delay${i} or 0`);
+    const body = [indent(fill(expand(r.algorithm, 'report'), vars, where)), `  if reset${i} > fresh then fresh = reset${i} end`];
+    if (flat) {
+      locals.push(`rem${i}`, `wait${i}`, `reset${i}`);
+      report.push(`-- rule ${i}: ${printable(r.name)}`, 'do', ...body, 'end');
+      replies.push(...values);
+    } else {
+      locals.push(`p${i}`);
+      report.push(`-- rule ${i}: ${printable(r.name)}`, 'do', `  local rem${i}, wait${i}, reset${i}`, ...body, `  p${i} = pack('<${'d'.repeat(values.length)}', ${values.join(', ')})`, 'end');
+      replies.push(`p${i}`);
+    }
+  });
+  if (offset !== policy.stateSize) throw new Error(`ratekeeper/redis: state layout ${offset} differs from the policy's ${policy.stateSize}`);
+  if (state.length + locals.length + (hasLog ? 5 : 0) > 170) {
+    throw new RatekeeperError(`redisStore: a policy of ${rules.length} rules keeps too many numbers for one Redis script; split it into several limiters`);
+  }
+
+  const charge: string[] = [];
+  const logCharge = hasLog ? fill(expand('slidingLog', 'charge'), constantVars(logRules[0], logPer, logLimit), 'slidingLog.lua (charge)') : '';
+  const logStrict = logRules[0]?.accounting === 'strict';
+  charge.push('if cost > 0 then');
+  if (chargeAll.length > 0) {
+    charge.push('  if allowed then', ...chargeAll.map((l) => `    ${l}`), '    changed = true');
+    if (chargeStrict.length > 0) charge.push('  else', ...chargeStrict.map((l) => `    ${l}`), '    changed = true');
+    charge.push('  end');
+  }
+  if (hasLog) {
+    charge.push(logStrict ? '  do' : '  if allowed then', indent(indent(logCharge)), '    changed = true', '  end');
+  }
+  charge.push('end');
+
+  const fmt = (k: number): string => (flat ? `<${'d'.repeat(k)}` : '');
+  const replyCount = flat ? replies.length : 0;
+  let text = lua('policy');
+  // the header documents the template; the script says what it was made from
+  text = text.replace(/^--\[\[[\s\S]*?\]\]\n/, () => `-- ratekeeper: the check of one policy, written from src/stores/redis/lua/policy.lua and the rules' templates (KEYS, ARGV and reply: see policy.lua).\n-- The policy: ${rules.map((r) => `${printable(r.name)} (${r.algorithm}, ${r.accounting})`).join('; ')}\n`);
+  const lines = text.split('\n').flatMap((line): string[] => {
+    if (line.startsWith('@log ')) {
+      if (!hasLog) return [];
+      line = line.slice(5);
+    }
+    const m = /^([ \t]*)@(\w+)(?:\((.*)\))?$/.exec(line);
+    if (m === null) return [line];
+    const [, pad, what, list] = m;
+    const block = ((): string[] => {
+      switch (what) {
+        case 'decide': return decide;
+        case 'charge': return charge;
+        case 'report': return report;
+        case 'read': return [expand('slidingLog', 'read', list.split(',').map((x) => x.trim()))];
+        default: throw new Error(`ratekeeper/redis: policy.lua has an unknown line @${what}`);
+      }
+    })();
+    return block.join('\n').split('\n').map((l) => pad + l);
+  });
+  text = lines.join('\n');
+  const zeros = state.map(() => '0').join(', ');
+  const vars: Record<string, string> = {
+    LOCALS: [`local fresh = 0`, ...chunk(locals).map((c) => `local ${c.join(', ')}`), ...(state.length > 0 ? [`local ${state.join(', ')}`] : [])].join('\n'),
+    STATE_BYTES: String(state.length * 8),
+    STATE_FMT: `<${'d'.repeat(state.length)}`,
+    STATE: state.join(', '),
+    ZEROS: zeros,
+    ALL_OK: rules.map((_, i) => `ok${i + 1}`).join(' and '),
+    RULE_REPLY: flat ? replies.join(', ') : '',
+    REPLY_FMT: fmt(1 + replyCount),
+    LIVE_FMT: fmt(3 + replyCount),
+    STATE_VALUE: [state.length > 0 ? `pack('<${'d'.repeat(state.length)}', ${state.join(', ')})` : `''`, ...(hasLog ? ['L'] : [])].join(' .. '),
+  };
+  if (state.length === 0) text = text.replace(/^if v and #v >= at \+ \$STATE_BYTES - 1 then .*$/m, '');
+  if (!flat) {
+    // each rule packed its own part: the reply is the outcome, the parts, and for an override its end and reason
+    text = text
+      .replace(/pack\('\$LIVE_FMT', okind, \$RULE_REPLY, now, ountil\)/, `pack('<d', okind) .. ${replies.join(' .. ')} .. pack('<dd', now, ountil)`)
+      .replace(/pack\('\$REPLY_FMT', 1, \$RULE_REPLY\)/, `pack('<d', 1) .. ${replies.join(' .. ')}`)
+      .replace(/pack\('\$REPLY_FMT', 0, \$RULE_REPLY\)/, `pack('<d', 0) .. ${replies.join(' .. ')}`);
+  }
+  return new Script(fill(text, vars, 'policy.lua'));
+}
+
+/** constantVars — a rule's constants as placeholder values (literals). */
+function constantVars(r: RuleConfig, logPer: number, logLimit: number): Record<string, string> {
+  const vars: Record<string, string> = {};
+  for (const [k, x] of Object.entries(constants(r, logPer, logLimit))) vars[k] = lit(x);
+  return vars;
+}
+
+/** printable — a rule name as it may appear in a Lua line comment (no line breaks or other control characters). */
+const printable = (name: string): string => name.replace(/[^\x20-\x7e]/g, '?');
+
+/** indent — two more spaces on every line. */
+const indent = (text: string): string => text.split('\n').map((l) => (l === '' ? l : `  ${l}`)).join('\n');
+
+/** chunk — a list in slices of 50 (one `local` statement per slice). */
+function chunk<T>(list: T[]): T[][] {
+  const out: T[][] = [];
+  for (let i = 0; i < list.length; i += 50) out.push(list.slice(i, i + 50));
+  return out;
+}
+
 /** opScript — one of the small scripts (override, unoverride, reset): common.lua, record.lua and the file. */
-export const opScript = (name: 'override' | 'unoverride' | 'reset'): Script => new Script([constants(), lua('common'), lua('record'), lua(name)].join('\n'));
+export const opScript = (name: 'override' | 'unoverride' | 'reset'): Script => new Script([tolerances(), lua('common'), lua('record'), lua(name)].join('\n'));
 
 /**
  * policyId — names a policy's state layout in its keys, so that limiters with different policies on one Redis

@@ -1,20 +1,11 @@
 --[[
-common.lua — shared helpers of the composed policy script: the slack constants of src/core/algorithms/common.ts,
-floor_remaining and the clock.
-A module: no KEYS or ARGV of its own (policy.lua reads them). Times are ms, costs are cost units.
-The composer writes REL_SLACK (a fraction of the limit), TIME_SLACK (ms) and NEGLIGIBLE (a fraction of the limit)
-before this file, from the values of src/core/algorithms/common.ts, so the twin cannot drift from the core.
+common.lua — shared helpers of the small scripts (override.lua, unoverride.lua, reset.lua): the clock. The check
+itself (policy.lua) is written straight-line per policy and reads the clock inline the same way.
+A module: no KEYS or ARGV of its own. Times are ms. The composer writes REL_SLACK (a fraction of the limit),
+TIME_SLACK (ms) and NEGLIGIBLE (a fraction of the limit) before this file, from src/core/algorithms/common.ts.
 ]]
 local INF = math.huge
-local LN2 = 0.69314718055994530942
-local floor, exp, log, abs, ceil = math.floor, math.exp, math.log, math.abs, math.ceil
-
--- floor_remaining — whole cost-1 requests that fit in room, never negative, forgiving float dust (floorRemaining).
-local function floor_remaining(room, slack)
-  local r = floor(room + slack)
-  if r > 0 then return r end
-  return 0
-end
+local ceil = math.ceil
 
 -- wall — the server's clock (TIME), ms since the epoch. Expiries are deadlines on this clock, whatever the check's now.
 local function wall()

@@ -1,59 +1,40 @@
 --[[
-earrrl_lua — the twin of src/core/algorithms/earrrl_ts (CEWMA of the request rate: every request an impulse, the
-history folded into one equivalent impulse N at the time T of the last request); a module of the composed policy
-script (no KEYS or ARGV of its own). r: limit (cost units), per (ms), halfLife (ms), o (0-based offset in s);
-derived: lambda — ln 2 / halfLife, per ms; threshold — limit/per, cost units per ms; slack — cost units per ms.
-now in ms, cost in cost units.
-State s[o+1..o+2]: n — the equivalent impulse, cost units; t — time of the last update, ms since the epoch.
+earrrl.lua — the twin of src/core/algorithms/earrrl.ts (CEWMA of the request rate: every request an impulse, the
+history folded into one equivalent impulse N at the time T of the last request), as code templates that the composer
+(src/stores/redis/scripts.ts) pastes into the one straight-line script of a policy, once per earrrl rule.
+No KEYS or ARGV of its own: the policy script (policy.lua) reads them. Each `--@@ name` line starts a template.
+
+Placeholders, replaced per rule at attach time (constants as exact numeric literals):
+  $S1, $S2   — the stored state: n — the equivalent impulse, cost units; t — time of the last update, ms since the epoch
+  $N1, $N2   — the state as charged by this request
+  $OK, $RATE — decide: whether this rule admits the request; the estimate before it, per second
+  $REM, $WAIT, $RESET — report: remaining (cost-1 requests), retryAfter (ms), resetAfter (ms)
+  $LAMBDA    — λ = ln 2 / halfLife, per ms;  $NEG_LAMBDA — −λ
+  $THRESHOLD — limit/per, cost units per ms;  $SLACK — threshold·(REL_SLACK + λ·TIME_SLACK), cost units per ms
+  $THR_SLACK — threshold + slack;  $THR_L — threshold/λ, cost units;  $SLACK_L — slack/λ, cost units
+  $FLOOR     — threshold·NEGLIGIBLE: an estimate below it is as good as fresh
+Policy locals used: now (ms), cost (cost units), allowed, floor, exp, log.
+Behind the stored time T (the clock stepped back) nothing decays, and waits count from T: the lag.
 ]]
 
--- earrrl_decayed — the equivalent impulse moved to now: N·e^(−λ(now − T)) (undecayed when the clock stepped back).
-local function earrrl_decayed(r, s, now)
-  local age = now - s[r.o + 2]
-  if age > 0 then return s[r.o + 1] * exp(-r.lambda * age) end
-  return s[r.o + 1]
-end
+--@@ decide
+local d = $S1
+local age = now - $S2
+if age > 0 then d = d * exp($NEG_LAMBDA * age) end
+local estimate = d * $LAMBDA
+$N1 = cost + d
+if now > $S2 then $N2 = now else $N2 = $S2 end
+$RATE = estimate * 1000
+$OK = estimate <= $THR_SLACK
 
--- earrrl_next — decides on the estimate before this request, whatever its cost; also returns the rate per second.
-local function earrrl_next(r, s, now, cost, n)
-  local d = earrrl_decayed(r, s, now)
-  local estimate = d * r.lambda
-  local t = s[r.o + 2]
-  n[r.o + 1] = cost + d
-  if now > t then n[r.o + 2] = now else n[r.o + 2] = t end
-  return estimate <= r.threshold + r.slack, estimate * 1000
-end
-
-local function earrrl_remaining(r, s, now)
-  return floor_remaining(r.threshold / r.lambda - earrrl_decayed(r, s, now) + 1, r.slack / r.lambda)
-end
-
--- earrrl_lag — ms until the stored time T when the clock stepped back behind it: the decay only starts there.
-local function earrrl_lag(r, s, now)
-  local ahead = s[r.o + 2] - now
-  if ahead > 0 then return ahead end
-  return 0
-end
-
-local function earrrl_wait(r, s, now)
-  local estimate = earrrl_decayed(r, s, now) * r.lambda
-  if estimate <= r.threshold + r.slack then return 0 end
-  return earrrl_lag(r, s, now) + log(estimate / r.threshold) / r.lambda
-end
-
-local function earrrl_reset_after(r, s, now)
-  local estimate = earrrl_decayed(r, s, now) * r.lambda
-  local fl = r.threshold * NEGLIGIBLE
-  if estimate > fl then return earrrl_lag(r, s, now) + log(estimate / fl) / r.lambda end
-  return 0
-end
-
--- earrrl.new — the rule, built in one constructor.
-local function earrrl_new(c)
-  local lambda = LN2 / c.halfLife
-  local threshold = c.limit / c.per
-  return { o = c.o, limit = c.limit, per = c.per, burst = c.burst, strict = c.strict, size = 2, lambda = lambda, threshold = threshold,
-    slack = threshold * (REL_SLACK + lambda * TIME_SLACK),
-    next = earrrl_next, remaining = earrrl_remaining, wait = earrrl_wait, reset_after = earrrl_reset_after }
-end
-local earrrl = { new = earrrl_new }
+--@@ report
+local d = $S1
+local age = now - $S2
+if age > 0 then d = d * exp($NEG_LAMBDA * age) end
+local estimate = d * $LAMBDA
+local lag = $S2 - now
+if not (lag > 0) then lag = 0 end
+$REM = floor($THR_L - d + 1 + $SLACK_L)
+if not ($REM > 0) then $REM = 0 end
+if allowed or estimate <= $THR_SLACK then $WAIT = 0 else $WAIT = lag + log(estimate / $THRESHOLD) / $LAMBDA end
+if estimate > $FLOOR then $RESET = lag + log(estimate / $FLOOR) / $LAMBDA else $RESET = 0 end

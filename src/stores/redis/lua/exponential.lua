@@ -1,99 +1,95 @@
 --[[
-exponential_lua — the twin of src/core/algorithms/exponential_ts, Tony Finch's exponential limiter; a module of the
-composed policy script (no KEYS or ARGV of its own). r: limit (cost units per period, also the burst), per (the
-averaging period, ms), o (0-based offset in s); derived: slack — cost units. now in ms, cost in cost units.
-State s[o+1..o+2]: r — the average rate, cost units per period; t — time of the last update, ms since the epoch.
+exponential.lua — the twin of src/core/algorithms/exponential.ts, Tony Finch's exponential limiter, as code templates
+that the composer (src/stores/redis/scripts.ts) pastes into the one straight-line script of a policy, once per
+exponential rule. No KEYS or ARGV of its own: the policy script (policy.lua) reads them. Each `--@@ name` line starts
+a template; a line `@expm1(y, x)` pastes the expm1 template with $1 = y, $2 = x.
+
+Placeholders, replaced per rule at attach time (constants as exact numeric literals):
+  $S1, $S2   — the stored state: r — the average rate, cost units per period; t — time of the last update, ms
+  $N1, $N2   — the state as charged by this request
+  $OK, $RATE — decide: whether this rule admits the request; the average including it, per second
+  $REM, $WAIT, $RESET — report: remaining (cost-1 requests), retryAfter (ms, INF when never), resetAfter (ms)
+  $LIMIT     — cost units per period (also the burst);  $PER — the averaging period, ms
+  $SLACK     — limit·(REL_SLACK + TIME_SLACK/per), cost units;  $LIM_SLACK — limit + slack
+  $FLOOR     — limit·NEGLIGIBLE: an average below it is as good as fresh
+Policy locals used: now (ms), cost (cost units), allowed, floor, exp, log, abs, INF.
+MIN_INTERVAL (1e-10 periods) is Finch's clamp of the gap, so that two requests in one instant divide by no zero.
 ]]
 
--- expm1 — e^x − 1 (Redis runs Lua 5.1, which has no math.expm1) without the cancellation of exp(x) − 1 near 0: the Taylor series where |x| is tiny, Kahan's
--- (u − 1)·x / ln u with u = e^x up to |x| = 1 (the rounding errors of u − 1 and ln u cancel), exp(x) − 1 beyond.
-local function expm1(x)
+--@@ expm1
+-- $1 = e^$2 − 1 (Lua 5.1 has no math.expm1) without the cancellation of exp(x) − 1 near 0: the Taylor series where
+-- |x| is tiny, Kahan's (u − 1)·x / ln u with u = e^x up to |x| = 1 (the rounding errors of u − 1 and ln u cancel).
+do
+  local x = $2
   local ax = abs(x)
-  if ax < 1e-5 then return x + x * x / 2 + x * x * x / 6 + x * x * x * x / 24 end
-  if ax < 1 then
+  if ax < 1e-5 then
+    $1 = x + x * x / 2 + x * x * x / 6 + x * x * x * x / 24
+  elseif ax < 1 then
     local u = exp(x)
-    if u == 1 then return x end
-    local um1 = u - 1
-    if um1 == -1 then return -1 end
-    return um1 * x / log(u)
+    if u == 1 then $1 = x elseif u - 1 == -1 then $1 = -1 else $1 = (u - 1) * x / log(u) end
+  else
+    $1 = exp(x) - 1
   end
-  return exp(x) - 1
 end
 
--- MIN_INTERVAL — Finch's clamp of the gap, in periods, so that two requests in one instant divide by no zero.
-local MIN_INTERVAL = 1e-10
+--@@ decide
+-- the average after a gap of i periods: (1 − e^(−i))·cost/i + e^(−i)·r, at least cost
+local i = (now - $S2) / $PER
+if i < 1e-10 then i = 1e-10 end
+local alpha = exp(-i)
+local em
+@expm1(em, -i)
+local v = (-em / i) * cost + alpha * $S1
+if not (v > cost) then v = cost end
+$N1 = v
+if now > $S2 then $N2 = now else $N2 = $S2 end
+$RATE = (v * 1000) / $PER
+$OK = v <= $LIM_SLACK
 
--- exponential_average — r after a gap of i periods from a stored average prev: (1 − e^(−i))·cost/i + e^(−i)·prev, at least cost.
-local function exponential_average(prev, i, cost)
-  if i < MIN_INTERVAL then i = MIN_INTERVAL end
-  local alpha = exp(-i)
-  local v = (-expm1(-i) / i) * cost + alpha * prev
-  if v > cost then return v end
-  return cost
+--@@ report
+local rv, t = $S1, $S2
+local gap = (now - t) / $PER
+local dv = rv
+if gap > 0 then dv = rv * exp(-gap) end
+$REM = floor($LIMIT - dv + $SLACK)
+if not ($REM > 0) then $REM = 0 end
+if dv > $FLOOR then
+  local lag = t - now
+  if not (lag > 0) then lag = 0 end
+  $RESET = lag + $PER * log(dv / $FLOOR)
+else
+  $RESET = 0
 end
-
-local function exponential_next(r, s, now, cost, n)
-  local t = s[r.o + 2]
-  local v = exponential_average(s[r.o + 1], (now - t) / r.per, cost)
-  n[r.o + 1] = v
-  if now > t then n[r.o + 2] = now else n[r.o + 2] = t end
-  return v <= r.limit + r.slack, (v * 1000) / r.per
-end
-
--- exponential_decayed — the stored average forgotten down to now (what a zero-cost look sees).
-local function exponential_decayed(r, s, now)
-  local gap = (now - s[r.o + 2]) / r.per
-  if gap > 0 then return s[r.o + 1] * exp(-gap) end
-  return s[r.o + 1]
-end
-
-local function exponential_remaining(r, s, now)
-  return floor_remaining(r.limit - exponential_decayed(r, s, now), r.slack)
-end
-
--- exponential_slope — d/di of (1 − e^(−i))/i, by its series where the subtraction would cancel.
-local function exponential_slope(i, e)
-  if i < 1e-3 then return -0.5 + i * (1 / 3 - i * (1 / 8 - i / 30)) end
-  return (e * (1 + i) - 1) / (i * i)
-end
-
--- exponential_wait — the exact gap i solving (1 − e^(−i))·cost/i + e^(−i)·r = limit, by Newton's method from
--- max(gap, ln(r/limit)) (from the left of the root of a falling convex function: it never overshoots).
-local function exponential_wait(r, s, now, cost)
-  local limit, per = r.limit, r.per
-  local rv, t = s[r.o + 1], s[r.o + 2]
-  local i = (now - t) / per
-  if exponential_average(rv, i, cost) <= limit + r.slack then return 0 end
-  if cost > limit + r.slack then return INF end
-  local finch = log(rv / limit)
-  if i < finch then i = finch end
-  if i < MIN_INTERVAL then i = MIN_INTERVAL end
-  for _ = 1, 100 do
-    local e = exp(-i)
-    local f = (-expm1(-i) / i) * cost + e * rv - limit
-    local df = cost * exponential_slope(i, e) - e * rv
-    local step = f / df
-    i = i - step
-    if not (abs(step) > i * 1e-15) then break end
+$WAIT = 0
+if not allowed then
+  -- the exact gap i solving (1 − e^(−i))·cost/i + e^(−i)·r = limit, by Newton's method from max(gap, ln(r/limit))
+  -- (from the left of the root of a falling convex function: it never overshoots)
+  local i = gap
+  local ic = i
+  if ic < 1e-10 then ic = 1e-10 end
+  local em
+  @expm1(em, -ic)
+  local v = (-em / ic) * cost + exp(-ic) * rv
+  if not (v > cost) then v = cost end
+  if v <= $LIM_SLACK then
+    $WAIT = 0
+  elseif cost > $LIM_SLACK then
+    $WAIT = INF
+  else
+    local finch = log(rv / $LIMIT)
+    if i < finch then i = finch end
+    if i < 1e-10 then i = 1e-10 end
+    for _ = 1, 100 do
+      local e = exp(-i)
+      @expm1(em, -i)
+      local f = (-em / i) * cost + e * rv - $LIMIT
+      local slope
+      if i < 1e-3 then slope = -0.5 + i * (1 / 3 - i * (1 / 8 - i / 30)) else slope = (e * (1 + i) - 1) / (i * i) end
+      local step = f / (cost * slope - e * rv)
+      i = i - step
+      if not (abs(step) > i * 1e-15) then break end
+    end
+    local w = t + i * $PER - now
+    if w > 0 then $WAIT = w end
   end
-  local w = t + i * per - now
-  if w > 0 then return w end
-  return 0
 end
-
-local function exponential_reset_after(r, s, now)
-  local v = exponential_decayed(r, s, now)
-  local fl = r.limit * NEGLIGIBLE
-  if not (v > fl) then return 0 end
-  local ahead = s[r.o + 2] - now -- the clock stepped back behind the stored time: the decay only starts there
-  if not (ahead > 0) then ahead = 0 end
-  return ahead + r.per * log(v / fl)
-end
-
--- exponential.new — the rule, built in one constructor.
-local function exponential_new(c)
-  return { o = c.o, limit = c.limit, per = c.per, burst = c.burst, strict = c.strict, size = 2, slack = c.limit * (REL_SLACK + TIME_SLACK / c.per),
-    next = exponential_next, remaining = exponential_remaining, wait = exponential_wait,
-    reset_after = exponential_reset_after }
-end
-local exponential = { new = exponential_new }

@@ -1,49 +1,33 @@
 --[[
-fixedWindow_lua — the twin of src/core/algorithms/fixedWindow_ts; a module of the composed policy script (no KEYS
-or ARGV of its own). Every function takes r, the rule: limit (cost units), per (ms), o (its 0-based offset in the
-state array s) and the derived slack (cost units); now is in ms and cost in cost units.
-State s[o+1..o+2]: count — cost admitted in the window, cost units; start — the window's start, ms since the epoch.
+fixedWindow.lua — the twin of src/core/algorithms/fixedWindow.ts, as code templates that the composer
+(src/stores/redis/scripts.ts) pastes into the one straight-line script of a policy, once per fixedWindow rule.
+No KEYS or ARGV of its own: the policy script (policy.lua) reads them. Each `--@@ name` line starts a template.
+
+Placeholders, replaced per rule at attach time (constants as exact numeric literals):
+  $S1, $S2   — the stored state: count — cost admitted in the window, cost units; start — the window's start, ms
+               since the epoch (windows aligned to the epoch)
+  $N1, $N2   — the state as charged by this request
+  $OK        — decide: whether this rule admits the request
+  $REM, $WAIT, $RESET — report: remaining (cost-1 requests), retryAfter (ms, INF when never), resetAfter (ms)
+  $LIMIT     — cost units per window;  $PER — the window, ms
+  $SLACK     — limit·REL_SLACK, cost units;  $LIM_SLACK — limit + slack
+Policy locals used: now (ms), cost (cost units), allowed, floor, INF.
+A clock that stepped back into an earlier window stays in the stored one.
 ]]
 
--- fixedWindow_count — the window's count at now and its start (the stored window when the clock stepped back into an earlier one).
-local function fixedWindow_count(r, s, now)
-  local per = r.per
-  local w = floor(now / per) * per
-  local start = s[r.o + 2]
-  if w > start then return 0, w end
-  return s[r.o + 1], start
-end
+--@@ decide
+local count, start = $S1, $S2
+local w = floor(now / $PER) * $PER
+if w > start then count, start = 0, w end
+$N1 = count + cost
+$N2 = start
+$OK = $N1 <= $LIM_SLACK
 
-local function fixedWindow_next(r, s, now, cost, n)
-  local count, start = fixedWindow_count(r, s, now)
-  count = count + cost
-  n[r.o + 1] = count
-  n[r.o + 2] = start
-  return count <= r.limit + r.slack
-end
-
-local function fixedWindow_remaining(r, s, now)
-  local count = fixedWindow_count(r, s, now)
-  return floor_remaining(r.limit - count, r.slack)
-end
-
-local function fixedWindow_wait(r, s, now, cost)
-  local count, start = fixedWindow_count(r, s, now)
-  if count + cost <= r.limit + r.slack then return 0 end
-  if cost > r.limit + r.slack then return INF end
-  return start + r.per - now
-end
-
-local function fixedWindow_reset_after(r, s, now)
-  local count, start = fixedWindow_count(r, s, now)
-  if count > 0 then return start + r.per - now end
-  return 0
-end
-
--- fixedWindow.new — the rule, built in one constructor (Lua 5.1 would rehash a table grown field by field).
-local function fixedWindow_new(c)
-  return { o = c.o, limit = c.limit, per = c.per, burst = c.burst, strict = c.strict, size = 2, slack = c.limit * REL_SLACK,
-    next = fixedWindow_next, remaining = fixedWindow_remaining, wait = fixedWindow_wait,
-    reset_after = fixedWindow_reset_after }
-end
-local fixedWindow = { new = fixedWindow_new }
+--@@ report
+local count, start = $S1, $S2
+local w = floor(now / $PER) * $PER
+if w > start then count, start = 0, w end
+$REM = floor($LIMIT - count + $SLACK)
+if not ($REM > 0) then $REM = 0 end
+if allowed or count + cost <= $LIM_SLACK then $WAIT = 0 elseif cost > $LIM_SLACK then $WAIT = INF else $WAIT = start + $PER - now end
+if count > 0 then $RESET = start + $PER - now else $RESET = 0 end

@@ -1,48 +1,39 @@
 --[[
-gcra_lua — the twin of src/core/algorithms/gcra_ts, the generic cell rate algorithm; a module of the composed policy
-script (no KEYS or ARGV of its own). r: limit (cost units), per (ms), burst (cost units), o (0-based offset in s);
-derived: interval — the emission interval T, ms per cost unit; tolerance — τ = burst·T, ms; slack — ms.
-now in ms, cost in cost units.
-State s[o+1]: tat — the theoretical arrival time, ms since the epoch.
+gcra.lua — the twin of src/core/algorithms/gcra.ts, the generic cell rate algorithm, as code templates that the
+composer (src/stores/redis/scripts.ts) pastes into the one straight-line script of a policy, once per gcra rule.
+No KEYS or ARGV of its own: the policy script (policy.lua) reads them. Each `--@@ name` line starts a template.
+
+Placeholders, replaced per rule at attach time (constants become exact numeric literals, computed in JS with the
+same expressions as the core's constructor):
+  $S1        — the stored state: tat, the theoretical arrival time, ms since the epoch (0 for a fresh client)
+  $N1        — the state as charged by this request (decide writes it; the policy stores it or not)
+  $OK        — decide: whether this rule admits the request (boolean)
+  $REM, $WAIT, $RESET — report: remaining (cost-1 requests), retryAfter (ms, INF when never), resetAfter (ms)
+  $INTERVAL  — the emission interval T = per/limit, ms per cost unit
+  $TOLERANCE — τ = burst·T, ms
+  $SLACK     — tolerance of comparisons, τ·REL_SLACK + TIME_SLACK, ms
+  $TOL_SLACK — τ + slack, ms;  $SLACK_I — slack/T, cost units
+Policy locals used: now (ms), cost (cost units), allowed (the policy's verdict), floor, INF.
 ]]
 
-local function gcra_next(r, s, now, cost, n)
-  local tat = s[r.o + 1]
-  if not (tat > now) then tat = now end
-  local newTat = tat + cost * r.interval
-  n[r.o + 1] = newTat
-  return newTat - now <= r.tolerance + r.slack
-end
+--@@ decide
+local tat = $S1
+if not (tat > now) then tat = now end
+$N1 = tat + cost * $INTERVAL
+$OK = $N1 - now <= $TOL_SLACK
 
-local function gcra_remaining(r, s, now)
-  local ahead = s[r.o + 1] - now
-  if not (ahead > 0) then ahead = 0 end
-  return floor_remaining((r.tolerance - ahead) / r.interval, r.slack / r.interval)
+--@@ report
+local tat = $S1
+if not (tat > now) then tat = now end
+local ahead = $S1 - now
+if not (ahead > 0) then ahead = 0 end
+$REM = floor(($TOLERANCE - ahead) / $INTERVAL + $SLACK_I)
+if not ($REM > 0) then $REM = 0 end
+if allowed then
+  $WAIT = 0
+else
+  local increment = cost * $INTERVAL
+  local over = tat + increment - $TOLERANCE - now
+  if over <= $SLACK then $WAIT = 0 elseif increment > $TOL_SLACK then $WAIT = INF else $WAIT = over end
 end
-
-local function gcra_wait(r, s, now, cost)
-  local increment = cost * r.interval
-  local tat = s[r.o + 1]
-  if not (tat > now) then tat = now end
-  local over = tat + increment - r.tolerance - now
-  if over <= r.slack then return 0 end
-  if increment > r.tolerance + r.slack then return INF end
-  return over
-end
-
-local function gcra_reset_after(r, s, now)
-  local tat = s[r.o + 1]
-  if tat > now then return tat - now end
-  return 0
-end
-
-
--- gcra.new — the rule, built in one constructor.
-local function gcra_new(c)
-  local interval = c.per / c.limit
-  local tolerance = c.burst * interval
-  return { o = c.o, limit = c.limit, per = c.per, burst = c.burst, strict = c.strict, size = 1, interval = interval, tolerance = tolerance,
-    slack = tolerance * REL_SLACK + TIME_SLACK,
-    next = gcra_next, remaining = gcra_remaining, wait = gcra_wait, reset_after = gcra_reset_after }
-end
-local gcra = { new = gcra_new }
+if $S1 > now then $RESET = $S1 - now else $RESET = 0 end

@@ -1,6 +1,21 @@
 --[[
-leakyBucket.lua — the twin of LeakyBucket in src/core/algorithms/tokenBucket.ts: a token bucket whose next() also
-reports delay (ms). Needs tokenBucket.lua before it in the composed script; a module (no KEYS or ARGV of its own).
-State s[o+1..o+2]: level — cost units in the bucket; t — time of the last update, ms since the epoch.
+leakyBucket.lua — the twin of LeakyBucket in src/core/algorithms/tokenBucket.ts: the token bucket's templates
+(tokenBucket.lua, same placeholders and state: level — cost units in the bucket; t — ms since the epoch) plus the
+delay, ms to hold an admitted request for smooth output: the queue ahead of it drained at limit/per, from the stored
+time on when the clock stepped back behind it. No KEYS or ARGV of its own.
+  $DELAY     — decide: the delay, ms (the policy reports 0 when it refuses)
 ]]
-local leakyBucket = { new = function(c) return tokenBucket_new(c, true) end }
+
+--@@ decide
+@include tokenBucket.decide
+local ahead = $N1 - cost
+if ahead > 0 then
+  local lag = $S2 - now
+  if not (lag > 0) then lag = 0 end
+  $DELAY = lag + ahead / $PERMS
+else
+  $DELAY = 0
+end
+
+--@@ report
+@include tokenBucket.report
