@@ -10,7 +10,7 @@ import { parseDuration, type Duration } from '../core/duration.js';
 import { limiter as makeLimiter, Limiter, type LimiterOptions } from '../limiter.js';
 import { MemoryStore } from '../stores/memory.js';
 import { clientKeyDeriver, type ClientKeyOptions, type KeyDeriver } from './keys.js';
-import { LimitFieldWriter, partitionKey, policyField, problem, seconds, violated, type QuotaUnit } from './headers.js';
+import { LimitFieldWriter, policyField, problem, seconds, sha256PartitionKey, violated, type PartitionKey, type QuotaUnit } from './headers.js';
 
 export type { ClientKeyOptions } from './keys.js';
 export type { QuotaUnit } from './headers.js';
@@ -59,8 +59,12 @@ export interface RateLimitOptions<Req> extends ClientKeyOptions {
   headers?: boolean;
   /** legacyHeaders — also send `X-RateLimit-Limit`, `-Remaining` and `-Reset` (epoch seconds), of the binding rule. @default false */
   legacyHeaders?: boolean;
-  /** partitionKey — add `pk` (12 bytes of the key's SHA-256) to every item, so clients can tell partitions apart. @default false */
-  partitionKey?: boolean;
+  /**
+   * partitionKey — add `pk` to every item so that clients can tell partitions apart without the key being disclosed:
+   * `true` for the first 12 bytes of the key's SHA-256 (needs `node:crypto`: Node >= 20.16, Bun, Deno), or your
+   * own digest function (edge runtimes). @default false
+   */
+  partitionKey?: boolean | PartitionKey;
   /**
    * shaping — hold requests that a leakyBucket rule admits with a `delay` for that long, then serve them in
    * order (nginx `limit_req` without `nodelay`); a request that would wait longer than `maxDelay` is refused
@@ -91,9 +95,10 @@ export interface Facts<Req> {
  * `pass`: call the next handler, after `delay` ms (shaping), with `headers` set.
  * `limited`: answer `status` 429 (or the user's handler) with `headers` and the problem `body`.
  * `unavailable`: answer 503 with `body` (the store failed closed, or the limiter threw and `onLimiterError` is 'reject').
+ * `invalid`: answer 400 with `body` (the request cannot be limited: no key, a malformed Content-Length…).
  */
 export interface Verdict {
-  kind: 'pass' | 'limited' | 'unavailable';
+  kind: 'pass' | 'limited' | 'unavailable' | 'invalid';
   status: number;
   /** headers — [name, value] pairs; RateLimit and RateLimit-Policy are lists, to be appended to any already set. */
   headers: [string, string][];
@@ -137,7 +142,8 @@ export class RateLimitCore<Req> {
   private readonly costConst: number;
   private readonly headers: boolean;
   private readonly legacy: boolean;
-  private readonly pk: boolean;
+  /** pk — the partition key digest, when `partitionKey` is on. */
+  private readonly pk: PartitionKey | undefined;
   private readonly unit: QuotaUnit | undefined;
   /** policyValue — the RateLimit-Policy value (fixed for the limiter, unless `pk` makes it per client). */
   private readonly policyValue: string;
@@ -187,7 +193,7 @@ export class RateLimitCore<Req> {
     this.unit = options.quotaUnit ?? (cost === 'content-length' ? 'content-bytes' : undefined);
     this.headers = bool(options.headers, 'headers', true);
     this.legacy = bool(options.legacyHeaders, 'legacyHeaders', false);
-    this.pk = bool(options.partitionKey, 'partitionKey', false);
+    this.pk = partitionKeyOf(options.partitionKey);
     this.rules = this.limiter.policy.rules;
     this.policyValue = policyField(this.rules, this.unit);
     this.limitWriter = new LimitFieldWriter(this.rules);
@@ -296,7 +302,7 @@ export class RateLimitCore<Req> {
     // a store that could not decide knows no quota: no RateLimit fields rather than made-up zeros
     const known = d.reason !== 'store-unavailable';
     if (this.headers && known) {
-      const pk = this.pk ? partitionKey(key) : undefined;
+      const pk = this.pk !== undefined ? this.pk(key) : undefined;
       headers.push(['RateLimit-Policy', pk ? policyField(this.rules, this.unit, pk) : this.policyValue]);
       headers.push(['RateLimit', this.limitWriter.write(d, pk)]);
     }
@@ -336,6 +342,12 @@ export class RateLimitCore<Req> {
     if (this.onError !== undefined) {
       try { this.onError(error, req); } catch { /* a logger's failure must not take the request down */ }
     }
+    if (error instanceof RatekeeperError && error.code === 'ERR_ARGUMENT') {
+      // the request itself cannot be limited (no key, a malformed Content-Length, a bad cost): the client's
+      // problem, answered 400 with the reason, whatever onLimiterError says about the limiter failing
+      const detail = `The request cannot be rate limited: ${error.message.replace(/^ratekeeper: /, '')}.`;
+      return { kind: 'invalid', status: 400, headers: [], delay: 0, error, body: problem('about:blank', 400, 'Bad Request', { detail }) };
+    }
     if (this.failOpen) return { kind: 'pass', status: 200, headers: [], delay: 0, error };
     return { kind: 'unavailable', status: 503, headers: [], delay: 0, error, body: UNAVAILABLE };
   }
@@ -344,6 +356,15 @@ export class RateLimitCore<Req> {
 const noop = (): void => undefined;
 
 const UNAVAILABLE = problem('about:blank', 503, 'Service Unavailable', { detail: 'The rate limiter could not decide this request.' });
+
+function partitionKeyOf(v: unknown): PartitionKey | undefined {
+  if (v === undefined || v === false) return undefined;
+  if (typeof v === 'function') return v as PartitionKey;
+  if (v !== true) throw new RatekeeperError(`partitionKey must be a boolean or a function (key) => Uint8Array, got ${show(v)}`);
+  const digest = sha256PartitionKey();
+  if (digest === undefined) throw new RatekeeperError(`partitionKey: true needs node:crypto, which this runtime lacks: pass a function (key) => Uint8Array instead`);
+  return digest;
+}
 
 function bool(v: unknown, what: string, fallback: boolean): boolean {
   if (v === undefined) return fallback;

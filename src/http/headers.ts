@@ -1,7 +1,6 @@
 import { serializeInteger, serializeList, serializeString, type Item, type Parameters } from 'structured-headers';
 import type { Decision, RuleOutcome } from '../core/types.js';
 import type { RuleConfig } from '../core/algorithms/common.js';
-import { sha256 } from './sha256.js';
 
 /**
  * QuotaUnit — the `qu` parameter of RateLimit-Policy (draft-ietf-httpapi-ratelimit-headers, RateLimit Quota
@@ -102,12 +101,20 @@ export class LimitFieldWriter {
   }
 }
 
+/** PartitionKey — how a client key becomes the `pk` of the fields: a digest that does not disclose it. */
+export type PartitionKey = (key: string) => Uint8Array;
+
 /**
- * partitionKey — the `pk` of a client key: the first 12 bytes of its SHA-256, so the field names the partition
- * without disclosing the key (an IP address, a user id).
+ * sha256PartitionKey — the first 12 bytes of the key's SHA-256, from `node:crypto` (Node, Bun, Deno), found through
+ * `process.getBuiltinModule` so that nothing here imports `node:*` and the Hono adapter still loads on edge
+ * runtimes. Undefined where there is no `node:crypto`: there the user passes their own digest function.
  */
-export function partitionKey(key: string): Uint8Array {
-  return sha256(key).subarray(0, 12);
+export function sha256PartitionKey(): PartitionKey | undefined {
+  const load = (globalThis as { process?: { getBuiltinModule?: (id: string) => unknown } }).process?.getBuiltinModule;
+  const crypto = load?.('node:crypto') as { createHash?: (alg: string) => { update(s: string, enc: 'utf8'): { digest(): Uint8Array } } } | undefined;
+  const createHash = crypto?.createHash;
+  if (createHash === undefined) return undefined;
+  return (key) => new Uint8Array(createHash('sha256').update(key, 'utf8').digest().subarray(0, 12));
 }
 
 /** violated — the names of the rules that refused the request (the problem's `violated-policies`). */

@@ -69,7 +69,7 @@ export function rateLimit(options: HonoRateLimitOptions): MiddlewareHandler {
     if (v.kind === 'limited' && onLimited !== undefined) res = await onLimited(c, v.decision as Decision);
     else {
       c.header('Content-Type', PROBLEM_TYPE);
-      res = c.body(v.body ?? '', v.status as 429 | 503);
+      res = c.body(v.body ?? '', v.status as 400 | 429 | 503);
     }
     c.res = res;
     for (const [name, value] of v.headers) if (!c.res.headers.has(name)) c.header(name, value);

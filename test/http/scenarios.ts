@@ -263,18 +263,19 @@ export function scenarios(adapter: string, build: Build, store: StoreFactory): v
       assert.equal(e.json().reason, 'exempt');
     });
 
-    it('limiter errors never crash the server: 503 by default, passed through with onLimiterError "pass"', async () => {
+    it('limiter errors never crash the server: 503 by default, passed through with onLimiterError "pass"; a request that cannot be keyed is a 400 with the reason', async () => {
       const clock = new ManualClock();
       const seen: unknown[] = [];
       const a = await app([
-        // the limiter itself rejects: an empty key is misuse
+        // the request gives no key (say, no API key header): the limiter refuses the empty key as misuse
         { method: 'GET', path: '/reject', limit: () => ({ rules: '1/min', store: store(), clock, key: () => '', onError: (e: unknown) => seen.push(e) }) },
         { method: 'GET', path: '/pass', limit: () => ({ rules: '1/min', store: store(), clock, key: () => { throw new Error('no user'); }, onLimiterError: 'pass', onError: (e: unknown) => seen.push(e) }) },
         { method: 'GET', path: '/async', limit: () => ({ rules: '1/min', store: store(), clock, key: async () => { throw new Error('async'); } }) },
       ]);
       const r = await request(a.url + '/reject');
-      assert.equal(r.status, 503);
+      assert.equal(r.status, 400);
       assert.match(String(r.headers['content-type']), /^application\/problem\+json/);
+      assert.match(String(r.json().detail), /cannot be rate limited: key must be a non-empty string/);
       assert.equal(r.headers.ratelimit, undefined);
       for (let i = 0; i < 3; i++) {
         const p = await request(a.url + '/pass', { headers: { 'x-id': `p${i}` } });
@@ -284,7 +285,7 @@ export function scenarios(adapter: string, build: Build, store: StoreFactory): v
       assert.equal((await request(a.url + '/async')).status, 503);
       assert.equal(seen.length, 4);
       assert.match(String((seen[0] as Error).message), /key must be a non-empty string/);
-      assert.equal((await request(a.url + '/reject')).status, 503, 'still serving');
+      assert.equal((await request(a.url + '/reject')).status, 400, 'still serving');
     });
   });
 }
