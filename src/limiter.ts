@@ -91,6 +91,11 @@ export class Limiter {
     if (dc !== undefined && dc !== false && DenialCache.eligible(this.policy)) this.denialCache = new DenialCache(dc === true ? {} : dc);
   }
 
+  /** sync — whether the store answers synchronously, so that `checkSync` may be used (the memory store). */
+  get sync(): boolean {
+    return this.bound.sync;
+  }
+
   /** check — decides one request of `key` and charges it when admitted. Rejects only on misuse (bad key, cost or now). */
   check(key: string, options?: CheckOptions): Promise<Decision> {
     try {

@@ -8,7 +8,6 @@ import type { RuleConfig } from '../core/algorithms/common.js';
 import { RatekeeperError, show } from '../core/errors.js';
 import { parseDuration, type Duration } from '../core/duration.js';
 import { limiter as makeLimiter, Limiter, type LimiterOptions } from '../limiter.js';
-import { MemoryStore } from '../stores/memory.js';
 import { clientKeyDeriver, type ClientKeyOptions, type KeyDeriver } from './keys.js';
 import { LimitFieldWriter, policyField, problem, seconds, sha256PartitionKey, violated, type PartitionKey, type QuotaUnit } from './headers.js';
 
@@ -173,7 +172,7 @@ export class RateLimitCore<Req> {
       if (options.rules === undefined) throw new RatekeeperError(`rateLimit needs rules (e.g. '100/min') or a limiter`);
       this.limiter = makeLimiter({ rules: options.rules, store: options.store, dryRun: options.dryRun, clock: options.clock });
     }
-    this.sync = this.limiter.store instanceof MemoryStore;
+    this.sync = this.limiter.sync;
     this.facts = facts;
     this.derive = clientKeyDeriver(options);
     for (const f of ['key', 'skip', 'onError'] as const) {
