@@ -149,6 +149,11 @@ export class RateLimitCore<Req> {
   private readonly limitWriter: LimitFieldWriter;
   /** maxDelay — the shaping bound in ms; undefined: no shaping. */
   private readonly maxDelay: number | undefined;
+  /**
+   * implied — every leakyBucket rule's burst already keeps its delay within the bound (a delay is at most
+   * burst/rate): then no look is needed before the charge, and no race with another process either.
+   */
+  private readonly implied: boolean;
   /** leaky — indexes of the policy's leakyBucket rules (the ones that report a delay). */
   private readonly leaky: number[];
   private readonly failOpen: boolean;
@@ -205,6 +210,8 @@ export class RateLimitCore<Req> {
       if (this.leaky.length === 0) throw new RatekeeperError(`shaping needs a leakyBucket rule in the policy: only it reports a delay`);
       this.maxDelay = parseDuration(options.shaping.maxDelay, 'shaping.maxDelay');
     }
+    const bound = this.maxDelay;
+    this.implied = bound !== undefined && this.leaky.every((i) => (this.rules[i].burst * this.rules[i].per) / this.rules[i].limit <= bound);
     const mode = options.onLimiterError ?? 'reject';
     if (mode !== 'reject' && mode !== 'pass') throw new RatekeeperError(`onLimiterError must be 'reject' or 'pass', got ${show(mode)}`);
     this.failOpen = mode === 'pass';
@@ -247,7 +254,7 @@ export class RateLimitCore<Req> {
 
   private decide(key: string, cost: number): Awaitable<Verdict> {
     const now = this.timed ? this.now() : undefined;
-    if (this.maxDelay !== undefined && cost > 0 && !this.limiter.policy.dryRun) {
+    if (this.maxDelay !== undefined && !this.implied && cost > 0 && !this.limiter.policy.dryRun) {
       // Shaping: look first (cost 0 charges nothing), so that a request over the bound is refused uncharged.
       if (this.sync) {
         const over = this.overBound(this.limiter.checkSync(key, { cost: 0, now }), key);
