@@ -63,7 +63,7 @@ function template(file: string): Map<string, string> {
 }
 
 /** arg — a macro argument as pasted: a name or a number as is, any other expression in parentheses. */
-const arg = (a: string): string => (/^[A-Za-z_][A-Za-z0-9_]*$|^[0-9.]+$/.test(a) ? a : `(${a})`);
+const arg = (a: string): string => (/^\$?[A-Za-z_][A-Za-z0-9_]*$|^[0-9.]+$/.test(a) ? a : `(${a})`);
 
 /**
  * expand — section `name` of `file` with its macros expanded: `$1`, `$2` … are the macro's arguments; a line
@@ -157,6 +157,12 @@ export function stateSizeOf(a: Algorithm): number {
 export const hasRate = (a: Algorithm): boolean => a === 'earrrl' || a === 'exponential';
 export const hasDelay = (a: Algorithm): boolean => a === 'leakyBucket';
 
+/** LIBRARY — the library functions and constants a script may use, as the prelude declares them. */
+const LIBRARY: Record<string, string> = {
+  floor: 'math.floor', ceil: 'math.ceil', exp: 'math.exp', log: 'math.log', abs: 'math.abs', INF: 'math.huge',
+  pack: 'struct.pack', unpack: 'struct.unpack', byte: 'string.byte', sub: 'string.sub',
+};
+
 /** FLAT_RULES — up to this many rules the reply is one struct.pack of locals; beyond, each rule packs its own part (Lua's 200 locals). */
 const FLAT_RULES = 8;
 
@@ -183,7 +189,9 @@ export function policyScript(policy: Policy): Script {
   rules.forEach((r, idx) => {
     const i = idx + 1;
     const size = stateSizeOf(r.algorithm);
-    const vars: Record<string, string> = { OK: `ok${i}`, REM: `rem${i}`, WAIT: `wait${i}`, RESET: `reset${i}`, RATE: `rate${i}`, DELAY: `delay${i}` };
+    const vars: Record<string, string> = {
+      OK: `ok${i}`, REM: `rem${i}`, WAIT: `wait${i}`, RESET: `reset${i}`, RATE: `rate${i}`, DELAY: `delay${i}`, USED: `used${i}`,
+    };
     for (const [k, x] of Object.entries(constants(r, logPer, logLimit))) vars[k] = lit(x);
     const s: string[] = [];
     const n: string[] = [];
@@ -199,6 +207,7 @@ export function policyScript(policy: Policy): Script {
     locals.push(...n, `ok${i}`);
     if (hasRate(r.algorithm)) locals.push(`rate${i}`);
     if (hasDelay(r.algorithm)) locals.push(`delay${i}`);
+    if (r.algorithm === 'slidingLog') locals.push(`used${i}`);
     decide.push(`-- rule ${i}: ${printable(r.name)} (${r.algorithm}, ${r.accounting})`, 'do', indent(fill(expand(r.algorithm, 'decide'), vars, where)), 'end');
     if (size > 0) {
       chargeAll.push(`${s.join(', ')} = ${n.join(', ')}`);
@@ -273,7 +282,8 @@ export function policyScript(policy: Policy): Script {
     RULE_REPLY: flat ? replies.join(', ') : '',
     REPLY_FMT: fmt(1 + replyCount),
     LIVE_FMT: fmt(3 + replyCount),
-    STATE_VALUE: [state.length > 0 ? `pack('<${'d'.repeat(state.length)}', ${state.join(', ')})` : `''`, ...(hasLog ? ['L'] : [])].join(' .. '),
+    STATE_VALUE: [state.length > 0 ? `pack('<c1${'d'.repeat(state.length)}', 'n', ${state.join(', ')})` : `'n'`, ...(hasLog ? ['sub(L, LB + 1)'] : [])].join(' .. '),
+    PRELUDE: '',
   };
   if (state.length === 0) text = text.replace(/^if v and #v >= at \+ \$STATE_BYTES - 1 then .*$/m, '');
   if (!flat) {
@@ -283,7 +293,12 @@ export function policyScript(policy: Policy): Script {
       .replace(/pack\('\$REPLY_FMT', 1, \$RULE_REPLY\)/, `pack('<d', 1) .. ${replies.join(' .. ')}`)
       .replace(/pack\('\$REPLY_FMT', 0, \$RULE_REPLY\)/, `pack('<d', 0) .. ${replies.join(' .. ')}`);
   }
-  return new Script(fill(text, vars, 'policy.lua'));
+  text = fill(text, vars, 'policy.lua');
+  // the prelude: a local for each library function the script calls (each one a global lookup per call otherwise)
+  const used = (name: string): boolean => new RegExp(`\\b${name}\\b`).test(text.replace(/--[^\n]*/g, ''));
+  const prelude = Object.entries(LIBRARY).filter(([name]) => used(name));
+  text = text.replace(/^\n/m, '').replace(/^(-- The policy:[^\n]*\n)/m, (h) => `${h}local ${prelude.map(([n]) => n).join(', ')} = ${prelude.map(([, v]) => v).join(', ')}\n`);
+  return new Script(text);
 }
 
 /** constantVars — a rule's constants as placeholder values (literals). */

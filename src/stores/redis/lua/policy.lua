@@ -10,7 +10,8 @@ templates from its algorithm's file (gcra.lua …) where the `@decide`, `@charge
 do … end block, with the rule's state variables, outputs and parameters (as exact numeric literals) filled in. Its
 own placeholders: $LOCALS — the declarations of every rule's variables; $STATE — the rules' state variables s1, s2 …
 in Policy's layout; $STATE_BYTES, $STATE_FMT — their size and struct format; $ZEROS — a fresh client's state;
-$ALL_OK — every rule admits; $RULE_REPLY, $REPLY_FMT, $LIVE_FMT — the reply below; $STATE_VALUE — the state as stored.
+$ALL_OK — every rule admits; $RULE_REPLY, $REPLY_FMT, $LIVE_FMT — the reply below; $STATE_VALUE — the value as stored ('n' and the state);
+$PRELUDE — locals for the library functions the script uses (floor = math.floor, pack = struct.pack …, INF).
 Lines starting with `@log` are kept only when the policy has slidingLog rules.
 
 KEYS[1] — the client's value (record.lua): an optional block or exemption header, then the state: little-endian
@@ -25,9 +26,7 @@ order: admits (1 or 0), remaining, retryAfter (ms), resetAfter (ms), then rate (
 exponential and delay (ms) for leakyBucket; for a block or exemption, then now (ms) and the override's end (ms, or
 inf), then the block's reason as bytes.
 ]]
-local floor, ceil, exp, log, abs = math.floor, math.ceil, math.exp, math.log, math.abs
-local pack, unpack, byte, sub = struct.pack, struct.unpack, string.byte, string.sub
-local INF = math.huge
+$PRELUDE
 local key = KEYS[1]
 local now = ARGV[1]
 if now == '' then
@@ -62,7 +61,7 @@ end
 
 $LOCALS
 if v and #v >= at + $STATE_BYTES - 1 then $STATE = unpack('$STATE_FMT', v, at) else $STATE = $ZEROS end
-@log local L, ln, lbase, ltotal, lnewest
+@log local L, LB, ln, lbase, ltotal, lnewest, lcharged
 @log @read(at + $STATE_BYTES)
 
 -- Every rule decides on the state before the request; n… hold the state as charged.
@@ -80,7 +79,7 @@ if live then return pack('$LIVE_FMT', okind, $RULE_REPLY, now, ountil) .. (oreas
 -- Store, to expire when the state decides as a fresh client's would (fresh: the longest resetAfter): never earlier.
 if changed then
   if fresh > 0 then
-    redis.call('SET', key, 'n' .. $STATE_VALUE, 'PX', ceil(fresh))
+    redis.call('SET', key, $STATE_VALUE, 'PX', ceil(fresh))
   else
     redis.call('DEL', key)
   end

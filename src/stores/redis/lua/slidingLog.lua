@@ -6,46 +6,80 @@ straight-line script of a policy. No KEYS or ARGV of its own: the log is the tai
 policy script (policy.lua) reads and writes. Each `--@@ name` line starts a template; `@name(a, b)` pastes template
 `name` with $1 = a, $2 = b.
 
-The log, as policy locals: L — little-endian doubles: base (the running total before the oldest entry, cost units),
-then (time, ms since the epoch, never decreasing; running total through the entry, cost units) pairs; ln — entries;
-lbase, ltotal (cost units) and lnewest (ms, −INF when empty) kept decoded. Entries are read in place by binary search
-(O(log n) reads); entries are indexed from 0 like the TypeScript.
+The log, as policy locals: L, from byte LB + 1 on — little-endian doubles: base (the running total before the oldest
+entry, cost units), then (time, ms since the epoch, never decreasing; running total through the entry, cost units)
+pairs; ln — entries; lbase, ltotal (cost units) and lnewest (ms, −INF when empty) kept decoded; lcharged — whether
+this check filed a request. Entries are read in place by binary search (O(log n) reads), in the client's value itself
+until a request is filed (L = v, LB = where the log starts, so a check that files nothing copies nothing); entries are
+indexed from 0 like the TypeScript.
 Placeholders, replaced at attach time (constants as exact numeric literals):
-  $OK        — decide: whether this rule admits the request
+  $OK, $USED — decide: whether this rule admits the request; the cost in its window before it (report reuses it
+               when nothing was filed)
   $REM, $WAIT, $RESET — report: remaining (cost-1 requests), retryAfter (ms, INF when never), resetAfter (ms)
   $LIMIT     — cost units per window;  $PER — the window, ms;  $SLACK — limit·REL_SLACK;  $LIM_SLACK — limit + slack
   $LOG_PER, $LOG_LIMIT — the longest period (ms) and largest limit (cost units) of the policy's slidingLog rules:
                what the trimmed log must still hold
-Policy locals used: now (ms), cost (cost units), allowed, floor, pack, unpack, sub, INF.
+Policy locals used: v (the client's value), now (ms), cost (cost units), allowed, floor, pack, unpack, sub, INF.
 ]]
 
 --@@ read
--- the log stored in the value v from byte $1 on; an empty log when absent
+-- the log stored in the value v from byte $1 on, read in place; an empty log when absent
+lcharged = false
 if v and #v >= $1 + 7 then
-  L = sub(v, $1)
-  ln = (#L - 8) / 16
-  lbase = unpack('<d', L, 1)
-  if ln > 0 then lnewest, ltotal = unpack('<dd', L, #L - 15) else lnewest, ltotal = -INF, lbase end
+  L, LB = v, $1 - 1
+  ln = (#v - LB - 8) / 16
+  lbase = unpack('<d', v, $1)
+  if ln > 0 then lnewest, ltotal = unpack('<dd', v, #v - 15) else lnewest, ltotal = -INF, lbase end
 else
-  L, ln, lbase, ltotal, lnewest = pack('<d', 0), 0, 0, 0, -INF
+  L, LB, ln, lbase, ltotal, lnewest = pack('<d', 0), 0, 0, 0, 0, -INF
 end
 
 --@@ first_after
--- $1 = the index of the oldest entry with time > $2 (ln when none)
+-- $1 = the index of the oldest entry with time > $2 (ln when none). A galloping search from the oldest entry: the
+-- log is trimmed to the longest window at every filing, so the entries that left a window are few and at the front
+-- (O(log k) reads for k of them, instead of O(log n)).
 if ln == 0 or lnewest <= $2 then
   $1 = ln
+elseif unpack('<d', L, LB + 9) > $2 then
+  $1 = 0
 else
-  local lo, hi = 0, ln
+  local lo, hi = 0, 1
+  while hi < ln and not (unpack('<d', L, LB + 9 + 16 * hi) > $2) do
+    lo = hi
+    hi = hi * 2
+  end
+  if hi > ln then hi = ln end
+  lo = lo + 1
   while lo < hi do
     local mid = floor((lo + hi) / 2)
-    if unpack('<d', L, 9 + 16 * mid) > $2 then hi = mid else lo = mid + 1 end
+    if unpack('<d', L, LB + 9 + 16 * mid) > $2 then hi = mid else lo = mid + 1 end
   end
   $1 = lo
 end
 
 --@@ cum
 -- $1 = the running total through entry $2 (the base for entry −1)
-if $2 < 0 then $1 = lbase else $1 = unpack('<d', L, 17 + 16 * $2) end
+if $2 < 0 then $1 = lbase else $1 = unpack('<d', L, LB + 17 + 16 * $2) end
+
+--@@ first_reaching
+-- $1 = the index of the oldest entry whose running total is >= $2 (ln when none), galloping from the oldest entry
+-- (the entries that must slide out before a retry are the oldest ones).
+if ln == 0 or unpack('<d', L, LB + 17) >= $2 then
+  $1 = 0
+else
+  local lo, hi = 0, 1
+  while hi < ln and not (unpack('<d', L, LB + 17 + 16 * hi) >= $2) do
+    lo = hi
+    hi = hi * 2
+  end
+  if hi > ln then hi = ln end
+  lo = lo + 1
+  while lo < hi do
+    local mid = floor((lo + hi) / 2)
+    if unpack('<d', L, LB + 17 + 16 * mid) >= $2 then hi = mid else lo = mid + 1 end
+  end
+  $1 = lo
+end
 
 --@@ used
 -- $1 = the cost in the window (now − per, now]: the total minus the running total before the window's first entry
@@ -55,21 +89,20 @@ local k, before
 $1 = ltotal - before
 
 --@@ decide
-local used
-@used(used)
-$OK = used + cost <= $LIM_SLACK
+@used($USED)
+$OK = $USED + cost <= $LIM_SLACK
 
 --@@ charge
 -- push: files cost at now (into the newest entry when the clock stepped back or in the same ms)
 local total = ltotal + cost
 if ln > 0 and now <= lnewest then
-  L = sub(L, 1, #L - 8) .. pack('<d', total)
+  L = sub(L, LB + 1, #L - 8) .. pack('<d', total)
 else
-  L = L .. pack('<dd', now, total)
+  L = sub(L, LB + 1) .. pack('<dd', now, total)
   ln = ln + 1
   lnewest = now
 end
-ltotal = total
+LB, ltotal, lcharged = 0, total, true
 -- trim: drops the entries no rule can look at again: those at or before now − LOG_PER, and the oldest ones while
 -- the newer entries already hold LOG_LIMIT
 local drop, c
@@ -92,8 +125,10 @@ if drop > 0 then
 end
 
 --@@ report
-local used
-@used(used)
+local used = $USED
+if lcharged then
+  @used(used)
+end
 $REM = floor($LIMIT - used + $SLACK)
 if not ($REM > 0) then $REM = 0 end
 if allowed or used + cost <= $LIM_SLACK then
@@ -103,12 +138,8 @@ elseif cost > $LIM_SLACK then
 else
   -- the entries slide out oldest first until the total before the window reaches total + cost − limit; the last of
   -- them, entry k, leaves the window at time(k) + per
-  local want = ltotal + cost - $LIMIT - $SLACK
-  local lo, hi = 0, ln
-  while lo < hi do
-    local mid = floor((lo + hi) / 2)
-    if unpack('<d', L, 17 + 16 * mid) >= want then hi = mid else lo = mid + 1 end
-  end
-  $WAIT = unpack('<d', L, 9 + 16 * lo) + $PER - now
+  local k
+  @first_reaching(k, ltotal + cost - $LIMIT - $SLACK)
+  $WAIT = unpack('<d', L, LB + 9 + 16 * k) + $PER - now
 end
 if used > 0 then $RESET = lnewest + $PER - now else $RESET = 0 end
