@@ -1,5 +1,5 @@
 import type { Decision, Override, RuleOutcome } from './types.js';
-import type { Rule, RuleConfig } from './algorithms/common.js';
+import { measured, type Rule, type RuleConfig } from './algorithms/common.js';
 import { RatekeeperError, show } from './errors.js';
 import { FixedWindow } from './algorithms/fixedWindow.js';
 import { SlidingWindow } from './algorithms/slidingWindow.js';
@@ -82,6 +82,11 @@ export class Policy {
   /** scratch, admits — per-call scratch: the charged state and each rule's verdict (single-threaded reuse). */
   private readonly scratch: Float64Array;
   private readonly admits: Uint8Array;
+  /** rates, delays — per-call scratch: what each rule's next() measured (NaN: nothing). */
+  private readonly rates: Float64Array;
+  private readonly delays: Float64Array;
+  /** sizes — each rule's state size (0 for slidingLog rules). */
+  private readonly sizes: Int32Array;
   /** kinds — each rule's dispatch kind (−1: slidingLog, over the shared log). */
   private readonly kinds: Int8Array;
   /** single — the only rule, when the policy has exactly one and it keeps slice state: the hot path skips the loops. */
@@ -122,6 +127,9 @@ export class Policy {
     this.stateSize = size;
     this.scratch = new Float64Array(Math.max(1, size));
     this.admits = new Uint8Array(this.rules.length);
+    this.rates = new Float64Array(this.rules.length);
+    this.delays = new Float64Array(this.rules.length);
+    this.sizes = new Int32Array(this.machines.map((m) => (m instanceof SlidingLog ? 0 : m.stateSize)));
     this.kinds = new Int8Array(this.machines.map((m) => (m instanceof SlidingLog ? -1 : dispatch.kindOf(m))));
     const only = this.machines.length === 1 ? this.machines[0] : null;
     this.single = only !== null && !(only instanceof SlidingLog) ? only : null;
@@ -141,8 +149,11 @@ export class Policy {
     for (let i = 0; i < count; i++) {
       const m = machines[i];
       const k = this.kinds[i];
+      measured.rate = measured.delay = Number.NaN;
       const ok = k < 0 ? (m as SlidingLog).admits(log as Log, now, cost) : dispatch.next(k, m as Rule, s, o + this.offsets[i], now, cost, n, this.offsets[i]);
       this.admits[i] = ok ? 1 : 0;
+      this.rates[i] = measured.rate;
+      this.delays[i] = measured.delay;
       if (!ok) allowed = false;
     }
     if (cost > 0) {
@@ -150,7 +161,7 @@ export class Policy {
         const m = machines[i];
         if (this.kinds[i] < 0 || !(allowed || this.strict[i] === 1)) continue;
         const off = this.offsets[i];
-        for (let k = 0, size = (m as Rule).stateSize; k < size; k++) s[o + off + k] = n[off + k];
+        for (let k = 0, size = this.sizes[i]; k < size; k++) s[o + off + k] = n[off + k];
       }
       if (this.hasLog && (allowed || this.logStrict)) {
         (log as Log).push(now, cost);
@@ -166,14 +177,18 @@ export class Policy {
   private evaluateSingle(m: Rule, s: Float64Array, o: number, now: number, cost: number): Decision {
     const n = this.scratch;
     const k = this.kinds[0];
+    measured.rate = measured.delay = Number.NaN;
     const ok = dispatch.next(k, m, s, o, now, cost, n, 0);
-    if (cost > 0 && (ok || this.strict[0] === 1)) for (let j = 0; j < m.stateSize; j++) s[o + j] = n[j];
+    const measuredRate = measured.rate;
+    const measuredDelay = measured.delay;
+    if (cost > 0 && (ok || this.strict[0] === 1)) for (let j = 0, size = this.sizes[0]; j < size; j++) s[o + j] = n[j];
     const c = this.rules[0];
-    const remaining = dispatch.remaining(k, m, s, o, now);
+    dispatch.report(k, m, s, o, now);
+    const remaining = measured.remaining;
+    const resetAfter = measured.resetAfter;
     const retryAfter = ok ? 0 : dispatch.wait(k, m, s, o, now, cost);
-    const resetAfter = dispatch.resetAfter(k, m, s, o, now);
-    const rate = m.rate === m.rate ? m.rate : undefined;
-    const delay = m.delay === m.delay ? (ok ? m.delay : 0) : undefined;
+    const rate = measuredRate === measuredRate ? measuredRate : undefined;
+    const delay = measuredDelay === measuredDelay ? (ok ? measuredDelay : 0) : undefined;
     const out = new Outcome(c.name, c.algorithm, ok, c.limit, remaining, retryAfter, resetAfter, rate, delay);
     const dry = !ok && this.dryRun;
     return new Verdict(ok || dry, ok ? 'allowed' : dry ? 'dry-run' : 'limited', c.limit, remaining, retryAfter, resetAfter, rate, delay, [out]);
@@ -191,9 +206,14 @@ export class Policy {
     }
     const r = m as Rule;
     const at = o + this.offsets[i];
+    const rate = this.rates[i];
+    const delay = this.delays[i];
+    dispatch.report(k, r, s, at, now);
+    const remaining = measured.remaining;
+    const resetAfter = measured.resetAfter;
     return new Outcome(
-      c.name, c.algorithm, admits, c.limit, dispatch.remaining(k, r, s, at, now), allowed ? 0 : dispatch.wait(k, r, s, at, now, cost),
-      dispatch.resetAfter(k, r, s, at, now), r.rate === r.rate ? r.rate : undefined, r.delay === r.delay ? (allowed ? r.delay : 0) : undefined,
+      c.name, c.algorithm, admits, c.limit, remaining, allowed ? 0 : dispatch.wait(k, r, s, at, now, cost),
+      resetAfter, rate === rate ? rate : undefined, delay === delay ? (allowed ? delay : 0) : undefined,
     );
   }
 
@@ -220,11 +240,13 @@ export class Policy {
   /** peekOutcomes — every rule's report for the stored state at `now`, charging nothing. */
   peekOutcomes(s: Float64Array, o: number, log: Log | undefined, now: number): RuleOutcome[] {
     return this.machines.map((m, i) => {
-      const c = this.rules[i];
       const k = this.kinds[i];
+      measured.rate = measured.delay = Number.NaN;
       const admits = k < 0
         ? (m as SlidingLog).admits(log as Log, now, 0)
         : dispatch.next(k, m as Rule, s, o + this.offsets[i], now, 0, this.scratch, this.offsets[i]);
+      this.rates[i] = measured.rate;
+      this.delays[i] = measured.delay;
       return this.outcome(i, s, o, log, now, 0, admits, true);
     });
   }

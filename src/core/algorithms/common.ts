@@ -34,6 +34,14 @@ export const TIME_SLACK = 1e-2;
 export const NEGLIGIBLE = 1e-6;
 
 /**
+ * measured — scratch outputs of the rules, one object for every rule so that the policy's reads stay monomorphic.
+ * `rate` (per second: earrrl, exponential) and `delay` (ms to hold the request for smooth output: leakyBucket) are
+ * written by `next()` of the rules that measure them: the caller sets both to NaN before and reads them right
+ * after (NaN: not measured). `remaining` and `resetAfter` are written by `report()`.
+ */
+export const measured = { rate: Number.NaN, delay: Number.NaN, remaining: 0, resetAfter: 0 };
+
+/**
  * Rule — one compiled rule over a fixed-size slice of a Float64Array: `stateSize` numbers at offset `o`.
  * All-zero state is a fresh client. Every method is pure in (config, state, now, cost) and reads no clock;
  * a `now` earlier than the state's last update is treated as that update's time (a clock step back admits nothing more).
@@ -41,11 +49,6 @@ export const NEGLIGIBLE = 1e-6;
 export abstract class Rule {
   /** stateSize — how many numbers of state the rule keeps per client. */
   abstract readonly stateSize: number;
-  /** rate — scratch output of the last `next()`: the measured rate per second, or NaN where none is measured. */
-  rate = Number.NaN;
-  /** delay — scratch output of the last `next()`: ms to hold the request for smooth output, or NaN. */
-  delay = Number.NaN;
-
   constructor(readonly config: RuleConfig) {}
 
   /**
@@ -54,12 +57,13 @@ export abstract class Rule {
    * this rule admits the request.
    */
   abstract next(s: Float64Array, o: number, now: number, cost: number, n: Float64Array, no: number): boolean;
-  /** remaining — further cost-1 requests the rule would admit at `now` from state `s[o…]`. */
-  abstract remaining(s: Float64Array, o: number, now: number): number;
+  /**
+   * report — from state `s[o…]` at `now`, writes `measured.remaining` (further cost-1 requests the rule would admit)
+   * and `measured.resetAfter` (ms until the state decides as a fresh client's would).
+   */
+  abstract report(s: Float64Array, o: number, now: number): void;
   /** wait — ms from `now` until a request of `cost` would be admitted from state `s[o…]`; Infinity when never. */
   abstract wait(s: Float64Array, o: number, now: number, cost: number): number;
-  /** resetAfter — ms from `now` until state `s[o…]` decides as a fresh client's would. */
-  abstract resetAfter(s: Float64Array, o: number, now: number): number;
 }
 
 /** floorRemaining — whole cost-1 requests that fit in `room`, never negative, forgiving float dust. */

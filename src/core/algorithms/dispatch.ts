@@ -36,15 +36,15 @@ export function next(k: Kind, m: Rule, s: Float64Array, o: number, now: number, 
   }
 }
 
-export function remaining(k: Kind, m: Rule, s: Float64Array, o: number, now: number): number {
+export function report(k: Kind, m: Rule, s: Float64Array, o: number, now: number): void {
   switch (k) {
-    case Kind.FixedWindow: return (m as FixedWindow).remaining(s, o, now);
-    case Kind.SlidingWindow: return (m as SlidingWindow).remaining(s, o, now);
-    case Kind.TokenBucket: return (m as TokenBucket).remaining(s, o, now);
-    case Kind.LeakyBucket: return (m as LeakyBucket).remaining(s, o, now);
-    case Kind.Gcra: return (m as Gcra).remaining(s, o, now);
-    case Kind.Earrrl: return (m as Earrrl).remaining(s, o, now);
-    case Kind.Exponential: return (m as Exponential).remaining(s, o, now);
+    case Kind.FixedWindow: return (m as FixedWindow).report(s, o, now);
+    case Kind.SlidingWindow: return (m as SlidingWindow).report(s, o, now);
+    case Kind.TokenBucket: return (m as TokenBucket).report(s, o, now);
+    case Kind.LeakyBucket: return (m as LeakyBucket).report(s, o, now);
+    case Kind.Gcra: return (m as Gcra).report(s, o, now);
+    case Kind.Earrrl: return (m as Earrrl).report(s, o, now);
+    case Kind.Exponential: return (m as Exponential).report(s, o, now);
   }
 }
 
@@ -57,17 +57,5 @@ export function wait(k: Kind, m: Rule, s: Float64Array, o: number, now: number, 
     case Kind.Gcra: return (m as Gcra).wait(s, o, now, cost);
     case Kind.Earrrl: return (m as Earrrl).wait(s, o, now);
     case Kind.Exponential: return (m as Exponential).wait(s, o, now, cost);
-  }
-}
-
-export function resetAfter(k: Kind, m: Rule, s: Float64Array, o: number, now: number): number {
-  switch (k) {
-    case Kind.FixedWindow: return (m as FixedWindow).resetAfter(s, o, now);
-    case Kind.SlidingWindow: return (m as SlidingWindow).resetAfter(s, o, now);
-    case Kind.TokenBucket: return (m as TokenBucket).resetAfter(s, o, now);
-    case Kind.LeakyBucket: return (m as LeakyBucket).resetAfter(s, o, now);
-    case Kind.Gcra: return (m as Gcra).resetAfter(s, o, now);
-    case Kind.Earrrl: return (m as Earrrl).resetAfter(s, o, now);
-    case Kind.Exponential: return (m as Exponential).resetAfter(s, o, now);
   }
 }

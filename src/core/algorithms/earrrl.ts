@@ -1,4 +1,4 @@
-import { Rule, REL_SLACK, TIME_SLACK, NEGLIGIBLE, floorRemaining, type RuleConfig } from './common.js';
+import { Rule, measured, REL_SLACK, TIME_SLACK, NEGLIGIBLE, floorRemaining, type RuleConfig } from './common.js';
 
 /**
  * Earrrl — the Estimated Average Recent Request Rate Limiter, over CEWMA: a continuous exponentially weighted
@@ -43,13 +43,17 @@ export class Earrrl extends Rule {
     const t = s[o + 1];
     n[no] = cost + d;
     n[no + 1] = now > t ? now : t;
-    this.rate = estimate * 1000;
+    measured.rate = estimate * 1000;
     return estimate <= this.threshold + this.slack;
   }
 
-  remaining(s: Float64Array, o: number, now: number): number {
+  report(s: Float64Array, o: number, now: number): void {
+    const d = this.decayed(s, o, now);
     // The j-th further request sees an impulse of d + j − 1 and is admitted while (d + j − 1)·λ <= threshold.
-    return floorRemaining(this.threshold / this.lambda - this.decayed(s, o, now) + 1, this.slack / this.lambda);
+    measured.remaining = floorRemaining(this.threshold / this.lambda - d + 1, this.slack / this.lambda);
+    const estimate = d * this.lambda;
+    const floor = this.threshold * NEGLIGIBLE;
+    measured.resetAfter = estimate > floor ? this.lag(s, o, now) + Math.log(estimate / floor) / this.lambda : 0;
   }
 
   /** lag — ms until the stored time T when the clock stepped back behind it: the decay only starts there. */
@@ -62,11 +66,5 @@ export class Earrrl extends Rule {
     const estimate = this.decayed(s, o, now) * this.lambda;
     if (estimate <= this.threshold + this.slack) return 0;
     return this.lag(s, o, now) + Math.log(estimate / this.threshold) / this.lambda;
-  }
-
-  resetAfter(s: Float64Array, o: number, now: number): number {
-    const estimate = this.decayed(s, o, now) * this.lambda;
-    const floor = this.threshold * NEGLIGIBLE;
-    return estimate > floor ? this.lag(s, o, now) + Math.log(estimate / floor) / this.lambda : 0;
   }
 }

@@ -1,4 +1,4 @@
-import { Rule, REL_SLACK, TIME_SLACK, NEGLIGIBLE, floorRemaining, type RuleConfig } from './common.js';
+import { Rule, measured, REL_SLACK, TIME_SLACK, NEGLIGIBLE, floorRemaining, type RuleConfig } from './common.js';
 
 /** MIN_INTERVAL — Finch's clamp of the interval, in periods, so that two requests in the same instant divide by no zero. */
 const MIN_INTERVAL = 1e-10;
@@ -36,7 +36,7 @@ export class Exponential extends Rule {
     const r = Exponential.average(s[o], (now - t) / this.config.per, cost);
     n[no] = r;
     n[no + 1] = now > t ? now : t;
-    this.rate = (r * 1000) / this.config.per;
+    measured.rate = (r * 1000) / this.config.per;
     return r <= this.config.limit + this.slack;
   }
 
@@ -46,9 +46,13 @@ export class Exponential extends Rule {
     return gap > 0 ? s[o] * Math.exp(-gap) : s[o];
   }
 
-  remaining(s: Float64Array, o: number, now: number): number {
+  report(s: Float64Array, o: number, now: number): void {
+    const r = this.decayed(s, o, now);
     // Requests in the same instant add about their cost each: the j-th further one sees about max(r + j, 1).
-    return floorRemaining(this.config.limit - this.decayed(s, o, now), this.slack);
+    measured.remaining = floorRemaining(this.config.limit - r, this.slack);
+    const floor = this.config.limit * NEGLIGIBLE;
+    const ahead = s[o + 1] - now; // the clock stepped back behind the stored time: the decay only starts there
+    measured.resetAfter = r > floor ? (ahead > 0 ? ahead : 0) + this.config.per * Math.log(r / floor) : 0;
   }
 
   /**
@@ -89,11 +93,4 @@ export class Exponential extends Rule {
     return (e * (1 + i) - 1) / (i * i);
   }
 
-  resetAfter(s: Float64Array, o: number, now: number): number {
-    const r = this.decayed(s, o, now);
-    const floor = this.config.limit * NEGLIGIBLE;
-    if (!(r > floor)) return 0;
-    const ahead = s[o + 1] - now; // the clock stepped back behind the stored time: the decay only starts there
-    return (ahead > 0 ? ahead : 0) + this.config.per * Math.log(r / floor);
-  }
 }

@@ -1,4 +1,4 @@
-import { Rule, REL_SLACK, floorRemaining, type RuleConfig } from './common.js';
+import { Rule, measured, REL_SLACK, floorRemaining, type RuleConfig } from './common.js';
 
 /**
  * FixedWindow — a counter per window of `per` ms, windows aligned to the epoch (a window starts at
@@ -37,8 +37,10 @@ export class FixedWindow extends Rule {
     return count <= this.config.limit + this.slack;
   }
 
-  remaining(s: Float64Array, o: number, now: number): number {
-    return floorRemaining(this.config.limit - this.count(s, o, now), this.slack);
+  report(s: Float64Array, o: number, now: number): void {
+    const count = this.count(s, o, now);
+    measured.remaining = floorRemaining(this.config.limit - count, this.slack);
+    measured.resetAfter = count > 0 ? this.start + this.config.per - now : 0;
   }
 
   wait(s: Float64Array, o: number, now: number, cost: number): number {
@@ -46,9 +48,5 @@ export class FixedWindow extends Rule {
     if (this.count(s, o, now) + cost <= limit + this.slack) return 0;
     if (cost > limit + this.slack) return Infinity;
     return this.start + per - now;
-  }
-
-  resetAfter(s: Float64Array, o: number, now: number): number {
-    return this.count(s, o, now) > 0 ? this.start + this.config.per - now : 0;
   }
 }

@@ -1,4 +1,4 @@
-import { Rule, REL_SLACK, TIME_SLACK, floorRemaining, type RuleConfig } from './common.js';
+import { Rule, measured, REL_SLACK, TIME_SLACK, floorRemaining, type RuleConfig } from './common.js';
 
 /**
  * Gcra — the generic cell rate algorithm: a single time, the theoretical arrival time (TAT) at which the client
@@ -31,9 +31,10 @@ export class Gcra extends Rule {
     return newTat - now <= this.tolerance + this.slack;
   }
 
-  remaining(s: Float64Array, o: number, now: number): number {
+  report(s: Float64Array, o: number, now: number): void {
     const ahead = s[o] - now;
-    return floorRemaining((this.tolerance - (ahead > 0 ? ahead : 0)) / this.interval, this.slack / this.interval);
+    measured.remaining = floorRemaining((this.tolerance - (ahead > 0 ? ahead : 0)) / this.interval, this.slack / this.interval);
+    measured.resetAfter = ahead > 0 ? ahead : 0;
   }
 
   wait(s: Float64Array, o: number, now: number, cost: number): number {
@@ -43,9 +44,5 @@ export class Gcra extends Rule {
     if (over <= this.slack) return 0;
     if (increment > this.tolerance + this.slack) return Infinity;
     return over;
-  }
-
-  resetAfter(s: Float64Array, o: number, now: number): number {
-    return s[o] > now ? s[o] - now : 0;
   }
 }

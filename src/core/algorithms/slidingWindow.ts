@@ -1,4 +1,4 @@
-import { Rule, REL_SLACK, TIME_SLACK, floorRemaining, type RuleConfig } from './common.js';
+import { Rule, measured, REL_SLACK, TIME_SLACK, floorRemaining, type RuleConfig } from './common.js';
 
 /**
  * SlidingWindow — the sliding window counter (Cloudflare's approximation): the previous window's count, weighted
@@ -53,9 +53,11 @@ export class SlidingWindow extends Rule {
     return estimate + cost <= this.config.limit + this.tolerance;
   }
 
-  remaining(s: Float64Array, o: number, now: number): number {
+  report(s: Float64Array, o: number, now: number): void {
     const estimate = this.roll(s, o, now);
-    return floorRemaining(this.config.limit - estimate, this.tolerance);
+    const per = this.config.per;
+    measured.remaining = floorRemaining(this.config.limit - estimate, this.tolerance);
+    measured.resetAfter = this.curr > 0 ? this.start + 2 * per - now : this.prev > 0 ? this.start + per - now : 0;
   }
 
   wait(s: Float64Array, o: number, now: number, cost: number): number {
@@ -70,13 +72,5 @@ export class SlidingWindow extends Rule {
     // Otherwise in the next one, where this window's count is the one sliding out.
     const x = per * (1 - (limit - cost) / curr);
     return start + per + (x > 0 ? x : 0) - now;
-  }
-
-  resetAfter(s: Float64Array, o: number, now: number): number {
-    this.roll(s, o, now);
-    const per = this.config.per;
-    if (this.curr > 0) return this.start + 2 * per - now;
-    if (this.prev > 0) return this.start + per - now;
-    return 0;
   }
 }

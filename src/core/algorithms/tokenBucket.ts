@@ -1,4 +1,4 @@
-import { Rule, REL_SLACK, TIME_SLACK, floorRemaining, type RuleConfig } from './common.js';
+import { Rule, measured, REL_SLACK, TIME_SLACK, floorRemaining, type RuleConfig } from './common.js';
 
 /**
  * TokenBucket — a bucket of `burst` tokens, refilled continuously at limit/per and starting full; a request takes
@@ -43,8 +43,10 @@ export class TokenBucket extends Rule {
     return d + cost <= this.config.burst + this.slack;
   }
 
-  remaining(s: Float64Array, o: number, now: number): number {
-    return floorRemaining(this.config.burst - this.debt(s, o, now), this.slack);
+  report(s: Float64Array, o: number, now: number): void {
+    const d = this.debt(s, o, now);
+    measured.remaining = floorRemaining(this.config.burst - d, this.slack);
+    measured.resetAfter = d > 0 ? this.lag(s, o, now) + d / this.perMs : 0;
   }
 
   wait(s: Float64Array, o: number, now: number, cost: number): number {
@@ -53,11 +55,6 @@ export class TokenBucket extends Rule {
     if (over <= this.slack) return 0;
     if (cost > burst + this.slack) return Infinity;
     return this.lag(s, o, now) + over / this.perMs;
-  }
-
-  resetAfter(s: Float64Array, o: number, now: number): number {
-    const d = this.debt(s, o, now);
-    return d > 0 ? this.lag(s, o, now) + d / this.perMs : 0;
   }
 }
 
@@ -72,7 +69,7 @@ export class LeakyBucket extends TokenBucket {
   override next(s: Float64Array, o: number, now: number, cost: number, n: Float64Array, no: number): boolean {
     const ok = super.next(s, o, now, cost, n, no);
     const ahead = n[no] - cost;
-    this.delay = ahead > 0 ? this.lag(s, o, now) + ahead / this.perMs : 0;
+    measured.delay = ahead > 0 ? this.lag(s, o, now) + ahead / this.perMs : 0;
     return ok;
   }
 }
