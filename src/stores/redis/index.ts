@@ -114,8 +114,8 @@ export class RedisStore implements Store {
    * where the client has it (it goes through the client's auto-pipelining when enabled: ioredis's callBuffer loses the
    * command's name there), else callBuffer('EVALSHA', …).
    */
-  readonly evalshaBuffer: (sha: string, key: string, now: string, cost: string) => Promise<unknown>;
-  readonly evalBuffer: (text: string, key: string, now: string, cost: string) => Promise<unknown>;
+  readonly evalshaBuffer: (sha: string, key: string, now: string | undefined, cost: string) => Promise<unknown>;
+  readonly evalBuffer: (text: string, key: string, now: string | undefined, cost: string) => Promise<unknown>;
   private readonly overrideSet = opScript('override');
   private readonly overrideClear = opScript('unoverride');
   private readonly resetState = opScript('reset');
@@ -128,12 +128,13 @@ export class RedisStore implements Store {
     }
     this.client = c;
     const b = c as RedisClient & { evalshaBuffer?: RedisClient['evalsha']; evalBuffer?: RedisClient['eval'] };
+    // now undefined and cost '1' (the common check) send no ARGV at all: the script reads TIME and cost 1
     this.evalshaBuffer = typeof b.evalshaBuffer === 'function'
-      ? (sha, key, now, cost) => (b.evalshaBuffer as RedisClient['evalsha'])(sha, 1, key, now, cost)
-      : (sha, key, now, cost) => c.callBuffer('EVALSHA', sha, 1, key, now, cost);
+      ? (sha, key, now, cost) => (now === undefined && cost === '1' ? b.evalshaBuffer!(sha, 1, key) : b.evalshaBuffer!(sha, 1, key, now ?? '', cost))
+      : (sha, key, now, cost) => (now === undefined && cost === '1' ? c.callBuffer('EVALSHA', sha, 1, key) : c.callBuffer('EVALSHA', sha, 1, key, now ?? '', cost));
     this.evalBuffer = typeof b.evalBuffer === 'function'
-      ? (text, key, now, cost) => (b.evalBuffer as RedisClient['eval'])(text, 1, key, now, cost)
-      : (text, key, now, cost) => c.callBuffer('EVAL', text, 1, key, now, cost);
+      ? (text, key, now, cost) => (now === undefined && cost === '1' ? b.evalBuffer!(text, 1, key) : b.evalBuffer!(text, 1, key, now ?? '', cost))
+      : (text, key, now, cost) => (now === undefined && cost === '1' ? c.callBuffer('EVAL', text, 1, key) : c.callBuffer('EVAL', text, 1, key, now ?? '', cost));
     const prefix = options.prefix ?? 'rk:';
     if (typeof prefix !== 'string' || /[{}]/.test(prefix)) {
       throw new RatekeeperError(`redisStore.prefix must be a string without { or } (the client's part of the key is the hash tag), got ${show(prefix)}`);
@@ -403,7 +404,7 @@ export class RedisBound implements BoundStore {
       store.track(call);
       store.pending++;
       store.cork();
-      store.evalshaBuffer(this.script.sha, this.redisKey(key), now === undefined ? '' : String(now), cost === 1 ? '1' : String(cost))
+      store.evalshaBuffer(this.script.sha, this.redisKey(key), now === undefined ? undefined : String(now), cost === 1 ? '1' : String(cost))
         .then((reply) => call.answer(reply as Buffer), (e: unknown) => call.error(e));
     });
   }
@@ -411,7 +412,7 @@ export class RedisBound implements BoundStore {
   /** retry — a check whose script the server did not have (NOSCRIPT: restarted, a new cluster node): EVAL sends the text and caches it there. */
   retry(call: Check): void {
     const { key, cost, now } = call;
-    this.store.evalBuffer(this.script.text, this.redisKey(key), now === undefined ? '' : String(now), cost === 1 ? '1' : String(cost))
+    this.store.evalBuffer(this.script.text, this.redisKey(key), now === undefined ? undefined : String(now), cost === 1 ? '1' : String(cost))
       .then((reply) => call.answer(reply as Buffer), (e: unknown) => call.error(e, true));
   }
 

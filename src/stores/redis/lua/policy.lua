@@ -18,8 +18,9 @@ KEYS[1] — the client's value (record.lua): an optional block or exemption head
           doubles, the rules' state ($STATE, each algorithm's numbers as its file says: ms and cost units), then,
           with slidingLog rules, the shared log (slidingLog.lua). Absent = a fresh client. Written with PX = the time
           until the state is equivalent to a fresh client's (the longest resetAfter); deleted when it already is.
-ARGV[1] — now: ms since the epoch, a decimal string; '' to use the server's TIME.
-ARGV[2] — cost: cost units, a decimal string >= 0.
+ARGV[1] — now: ms since the epoch, a decimal string; '' (or no ARGV at all) to use the server's TIME.
+ARGV[2] — cost: cost units, a decimal string >= 0; absent: 1. (The store sends no ARGV for the common check: the
+          server's clock, cost 1.)
 
 Returns little-endian doubles, lossless: the outcome (1 admitted, 0 refused, 2 blocked, 3 exempt); per rule, in
 order: admits (1 or 0), remaining, retryAfter (ms), resetAfter (ms), then rate (per second) for earrrl and
@@ -28,14 +29,14 @@ inf), then the block's reason as bytes.
 ]]
 $PRELUDE
 local key = KEYS[1]
-local now = ARGV[1]
-if now == '' then
+local now, cost = ARGV[1], ARGV[2]
+if now == nil or now == '' then
   local t = redis.call('TIME')
   now = tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000
 else
   now = tonumber(now)
 end
-local cost = tonumber(ARGV[2])
+if cost == nil then cost = 1 else cost = tonumber(cost) end
 
 local v = redis.call('GET', key)
 -- at — where the state starts in v: after 'n', or after an override's header ('o', kind, 4 doubles, the reason).
