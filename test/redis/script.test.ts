@@ -68,6 +68,20 @@ describe('on a standalone Redis', () => {
     checkExpectations(big, ref);
   });
 
+  test("the client's keyPrefix applies to the checks' keys as to any command", async () => {
+    const prefixed = new Redis({ host: '127.0.0.1', port: server.port, maxRetriesPerRequest: 1, keyPrefix: 'kp:' });
+    try {
+      const store = new RedisStore({ client: prefixed, prefix: prefix() });
+      const bound = store.attach(new Policy({ rules: [rules.fixedWindow({ limit: 1, per: 60_000 })] }));
+      assert.equal((await bound.evaluate('u', 1, undefined)).allowed, true);
+      assert.equal((await bound.evaluate('u', 1, undefined)).allowed, false);
+      assert.equal(await plain.exists(`kp:${bound.redisKey('u')}`), 1);
+      assert.equal(await plain.exists(bound.redisKey('u')), 0);
+    } finally {
+      prefixed.disconnect();
+    }
+  });
+
   for (const [name, options] of [['ioredis auto-pipelining', { auto: true, coalesce: true }], ['coalesce: false', { auto: false, coalesce: false }]] as const) {
     test(`${name}: the same decisions, also with many checks in flight`, async () => {
       const client = options.auto ? auto : plain;

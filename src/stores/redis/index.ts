@@ -74,6 +74,17 @@ export class StoreUnavailableError extends Error {
   }
 }
 
+/**
+ * CommandClass — ioredis's Command, when ioredis can be loaded (it is the store's peer dependency): checks are then sent
+ * as one Command each through the client's sendCommand, past ioredis's per-call argument handling and auto-pipelining
+ * (the store coalesces its own writes, below). Without it, the store calls the client's methods.
+ */
+type CommandCtor = new (name: string, args: string[], options: { replyEncoding: null; keyPrefix?: string }) => object;
+const CommandClass: CommandCtor | undefined = await import('ioredis').then(
+  (m) => (m as unknown as { Command?: CommandCtor }).Command,
+  () => undefined,
+);
+
 /** DOWN — client states in which a command would only wait in the client's offline queue. */
 const DOWN = new Set(['reconnecting', 'close', 'end', 'disconnecting']);
 
@@ -109,11 +120,7 @@ export class RedisStore implements Store {
   private readonly deadlines: Deadline[] = [];
   private head = 0;
   private timer: NodeJS.Timeout | undefined;
-  /**
-   * evalshaBuffer, evalBuffer — a check's command (one key, now, cost), reply as bytes: ioredis's own evalshaBuffer
-   * where the client has it (it goes through the client's auto-pipelining when enabled: ioredis's callBuffer loses the
-   * command's name there), else callBuffer('EVALSHA', …).
-   */
+  /** evalshaBuffer, evalBuffer — send a check's command (one key; now, cost), the reply kept as bytes. */
   readonly evalshaBuffer: (sha: string, key: string, now: string | undefined, cost: string) => Promise<unknown>;
   readonly evalBuffer: (text: string, key: string, now: string | undefined, cost: string) => Promise<unknown>;
   private readonly overrideSet = opScript('override');
@@ -127,14 +134,26 @@ export class RedisStore implements Store {
       throw new RatekeeperError(`redisStore.client must be an ioredis Redis or Cluster, got ${show(options.client)}`);
     }
     this.client = c;
-    const b = c as RedisClient & { evalshaBuffer?: RedisClient['evalsha']; evalBuffer?: RedisClient['eval'] };
-    // now undefined and cost '1' (the common check) send no ARGV at all: the script reads TIME and cost 1
-    this.evalshaBuffer = typeof b.evalshaBuffer === 'function'
-      ? (sha, key, now, cost) => (now === undefined && cost === '1' ? b.evalshaBuffer!(sha, 1, key) : b.evalshaBuffer!(sha, 1, key, now ?? '', cost))
-      : (sha, key, now, cost) => (now === undefined && cost === '1' ? c.callBuffer('EVALSHA', sha, 1, key) : c.callBuffer('EVALSHA', sha, 1, key, now ?? '', cost));
-    this.evalBuffer = typeof b.evalBuffer === 'function'
-      ? (text, key, now, cost) => (now === undefined && cost === '1' ? b.evalBuffer!(text, 1, key) : b.evalBuffer!(text, 1, key, now ?? '', cost))
-      : (text, key, now, cost) => (now === undefined && cost === '1' ? c.callBuffer('EVAL', text, 1, key) : c.callBuffer('EVAL', text, 1, key, now ?? '', cost));
+    // How a check is sent: one ioredis Command through sendCommand when ioredis is there (the leanest path, and it
+    // leaves batching to the store's coalescing); else the client's evalshaBuffer (callBuffer loses the command's name
+    // under ioredis auto-pipelining); else callBuffer. The common check (server clock, cost 1) sends no ARGV.
+    const args = (head: string, key: string, now: string | undefined, cost: string): string[] =>
+      now === undefined && cost === '1' ? [head, '1', key] : [head, '1', key, now ?? '', cost];
+    const direct = c as RedisClient & { sendCommand?: (command: object) => Promise<unknown>; options?: { keyPrefix?: string } };
+    const methods = c as RedisClient & { evalshaBuffer?: (...a: (string | number)[]) => Promise<unknown>; evalBuffer?: (...a: (string | number)[]) => Promise<unknown> };
+    const Cmd = CommandClass;
+    if (Cmd !== undefined && typeof direct.sendCommand === 'function') {
+      const keyPrefix = direct.options?.keyPrefix;
+      const opts = keyPrefix ? { replyEncoding: null, keyPrefix } : { replyEncoding: null };
+      this.evalshaBuffer = (sha, key, now, cost) => direct.sendCommand!(new Cmd('evalsha', args(sha, key, now, cost), opts));
+      this.evalBuffer = (text, key, now, cost) => direct.sendCommand!(new Cmd('eval', args(text, key, now, cost), opts));
+    } else if (typeof methods.evalshaBuffer === 'function' && typeof methods.evalBuffer === 'function') {
+      this.evalshaBuffer = (sha, key, now, cost) => methods.evalshaBuffer!(...args(sha, key, now, cost));
+      this.evalBuffer = (text, key, now, cost) => methods.evalBuffer!(...args(text, key, now, cost));
+    } else {
+      this.evalshaBuffer = (sha, key, now, cost) => c.callBuffer('EVALSHA', ...args(sha, key, now, cost));
+      this.evalBuffer = (text, key, now, cost) => c.callBuffer('EVAL', ...args(text, key, now, cost));
+    }
     const prefix = options.prefix ?? 'rk:';
     if (typeof prefix !== 'string' || /[{}]/.test(prefix)) {
       throw new RatekeeperError(`redisStore.prefix must be a string without { or } (the client's part of the key is the hash tag), got ${show(prefix)}`);
