@@ -209,6 +209,14 @@ for (const [k, s] of settings.entries()) {
 rows.push(`| ioredis defaults | one at a time, p50 µs vs bare ioredis GET (PING: ${fmt(ping)} µs) | ${fmt(single)} | ${fmt(get)} | ${ratio(single, get)} | <= 1.2× | | |`);
 rows.push(`| enableAutoPipelining: true | one at a time, p50 µs vs bare ioredis GET | ${fmt(singleAuto)} | ${fmt(getAuto)} | ${ratio(singleAuto, getAuto)} | <= 1.2× | | |`);
 console.log(rows.join('\n'));
+const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[xs.length >> 1];
+const roundRatios = (a: Usage[], b: Usage[]): number[] => a.map((u, i) => u.rate / b[i].rate);
+for (const [k, s] of settings.entries()) {
+  const r = results[k];
+  const vsRlf = roundRatios(r.one, r.rlf);
+  const fourVsOne = roundRatios(r.four, r.one);
+  console.log(`\n${s.name}, ratio within each round (same machine state): 1 rule / RateLimiterRedis ${vsRlf.map((x) => x.toFixed(2)).join(', ')} (median ${median(vsRlf).toFixed(2)}×); 4 rules / 1 rule ${fourVsOne.map((x) => x.toFixed(2)).join(', ')} (median ${median(fourVsOne).toFixed(2)}×).`);
+}
 console.log(`\nAll rounds, checks/s: ${settings.map((s, k) => `${s.name}: 1 rule ${results[k].one.map((u) => fmt(u.rate)).join(', ')}; RateLimiterRedis ${results[k].rlf.map((u) => fmt(u.rate)).join(', ')}; 4 rules ${results[k].four.map((u) => fmt(u.rate)).join(', ')}`).join(' | ')}; 4 rules with the log ${results[0].log.map((u) => fmt(u.rate)).join(', ')} (log period ${logPer} ms); redis-benchmark ${rb.map((u) => fmt(u.rate)).join(', ')}.`);
 
 // The denial cache under an abuser: one key far over its limit, 256 requests in flight.
