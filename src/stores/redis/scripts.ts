@@ -282,7 +282,7 @@ export function policyScript(policy: Policy): Script {
     RULE_REPLY: flat ? replies.join(', ') : '',
     REPLY_FMT: fmt(1 + replyCount),
     LIVE_FMT: fmt(3 + replyCount),
-    STATE_VALUE: [state.length > 0 ? `pack('<c1${'d'.repeat(state.length)}', 'n', ${state.join(', ')})` : `'n'`, ...(hasLog ? ['sub(L, LB + 1)'] : [])].join(' .. '),
+    STATE_VALUE: [state.length > 0 ? `pack('<c1${'d'.repeat(state.length)}', 'n', ${state.join(', ')})` : `'n'`, ...(hasLog ? ['(LB == 0 and L or sub(L, LB + 1))'] : [])].join(' .. '),
     PRELUDE: '',
   };
   if (state.length === 0) text = text.replace(/^if v and #v >= at \+ \$STATE_BYTES - 1 then .*$/m, '');

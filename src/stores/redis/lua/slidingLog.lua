@@ -10,8 +10,8 @@ The log, as policy locals: L, from byte LB + 1 on — little-endian doubles: bas
 entry, cost units), then (time, ms since the epoch, never decreasing; running total through the entry, cost units)
 pairs; ln — entries; lbase, ltotal (cost units) and lnewest (ms, −INF when empty) kept decoded; lcharged — whether
 this check filed a request. Entries are read in place by binary search (O(log n) reads), in the client's value itself
-until a request is filed (L = v, LB = where the log starts, so a check that files nothing copies nothing); entries are
-indexed from 0 like the TypeScript.
+until a request is filed (L = v, LB = where the log starts, so a check that files nothing copies nothing; one that
+files a request writes the log once, as a new string); entries are indexed from 0 like the TypeScript.
 Placeholders, replaced at attach time (constants as exact numeric literals):
   $OK, $USED — decide: whether this rule admits the request; the cost in its window before it (report reuses it
                when nothing was filed)
@@ -93,36 +93,35 @@ $1 = ltotal - before
 $OK = $USED + cost <= $LIM_SLACK
 
 --@@ charge
--- push: files cost at now (into the newest entry when the clock stepped back or in the same ms)
+-- push (files cost at now: into the newest entry when the clock stepped back or in the same ms, else a new entry)
+-- and trim (drops the entries no rule can look at again: those at or before now − LOG_PER, and the oldest ones while
+-- the newer entries already hold LOG_LIMIT), written as one new string: the pushed entry is never dropped (its time
+-- is now, and nothing newer holds anything), so what to drop is found on the entries as they are, whose running
+-- totals the push does not change (but the newest one's, when it rewrites it).
 local total = ltotal + cost
-if ln > 0 and now <= lnewest then
-  L = sub(L, LB + 1, #L - 8) .. pack('<d', total)
-else
-  L = sub(L, LB + 1) .. pack('<dd', now, total)
-  ln = ln + 1
-  lnewest = now
-end
-LB, ltotal, lcharged = 0, total, true
--- trim: drops the entries no rule can look at again: those at or before now − LOG_PER, and the oldest ones while
--- the newer entries already hold LOG_LIMIT
+local rewrite = ln > 0 and now <= lnewest
+local last = ln
+if rewrite then last = ln - 1 end
 local drop, c
 @first_after(drop, now - $LOG_PER)
-while drop < ln do
+while drop < last do
   @cum(c, drop)
   if not (total - c >= $LOG_LIMIT) then break end
   drop = drop + 1
 end
+local base = lbase
 if drop > 0 then
-  local base
   @cum(base, drop - 1)
-  ln = ln - drop
-  if ln == 0 then
-    L, lbase, ltotal, lnewest = pack('<d', 0), 0, 0, -INF
-  else
-    lbase = base
-    L = pack('<d', base) .. sub(L, 9 + 16 * drop)
-  end
 end
+if rewrite then
+  L = pack('<d', base) .. sub(L, LB + 9 + 16 * drop, LB + 16 * ln) .. pack('<d', total)
+else
+  L = pack('<d', base) .. sub(L, LB + 9 + 16 * drop, LB + 8 + 16 * ln) .. pack('<dd', now, total)
+  ln = ln + 1
+  lnewest = now
+end
+ln = ln - drop
+LB, lbase, ltotal, lcharged = 0, base, total, true
 
 --@@ report
 local used = $USED
