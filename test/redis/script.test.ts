@@ -46,6 +46,12 @@ test('the script of a policy is straight-line: no function, closure or table is 
   }
 });
 
+test('rule names cannot reach the code: line breaks and placeholders in a name are neutralized in the comments', () => {
+  const text = policyScript(new Policy({ rules: [rules.gcra({ limit: 2, per: 1_000, name: 'x\nreturn 1 $LOCALS $S1 ]]' })] })).text;
+  assert.doesNotMatch(text, /^return 1/m);
+  assert.doesNotMatch(text, /\$/);
+});
+
 describe('on a standalone Redis', () => {
   let server: RedisServer;
   let plain: Redis;

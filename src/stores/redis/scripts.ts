@@ -308,8 +308,8 @@ function constantVars(r: RuleConfig, logPer: number, logLimit: number): Record<s
   return vars;
 }
 
-/** printable — a rule name as it may appear in a Lua line comment (no line breaks or other control characters). */
-const printable = (name: string): string => name.replace(/[^\x20-\x7e]/g, '?');
+/** printable — a rule name as it may appear in a Lua line comment: no line break or other control character, and no `$` (placeholders are filled after). */
+const printable = (name: string): string => name.replace(/[^\x20-\x23\x25-\x7e]/g, '?');
 
 /** indent — two more spaces on every line. */
 const indent = (text: string): string => text.split('\n').map((l) => (l === '' ? l : `  ${l}`)).join('\n');
