@@ -240,7 +240,9 @@ export class RateLimitCore<Req> {
     if (this.keyFn !== undefined) key = this.keyFn(req);
     else {
       key = this.derive(this.facts.peer(req), (name) => this.facts.header(req, name));
-      if (key === undefined) throw new RatekeeperError(`no client address to key the request by (pass a key function on this runtime)`, 'ERR_ARGUMENT');
+      // the runtime gives no peer address (an edge worker): a deployment problem, not the client's, so it follows
+      // onLimiterError (503 or pass) rather than being answered 400
+      if (key === undefined) throw new RatekeeperError(`no client address to key the request by (pass a key function on this runtime)`, 'ERR_CONFIG');
     }
     if (isPromise(key)) return Promise.resolve(key).then((k) => this.costed(req, k));
     return this.costed(req, key);
