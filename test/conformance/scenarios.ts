@@ -221,6 +221,12 @@ export const scenarios: Scenario[] = [
     ],
   },
   {
+    name: 'a limit of a billion admits a billion, not one more (the count tolerance is capped)',
+    rules: [rules.fixedWindow({ limit: 1e9, per: 3_600_000, name: 'fw' }), rules.slidingLog({ limit: 1e9, per: 3_600_000, name: 'log' }),
+      rules.slidingWindow({ limit: 1e9, per: 3_600_000, name: 'sw' }), rules.tokenBucket({ limit: 1e9, per: 86_400_000_000, name: 'tb' })],
+    steps: [c(0, 1e9 - 1, 'k', { allowed: true, remaining: 1 }), c(0, 1, 'k', { allowed: true, remaining: 0 }), c(0, 1, 'k', { allowed: false, remaining: 0 })],
+  },
+  {
     name: 'keys with braces and escapes are distinct clients',
     rules: [rules.fixedWindow({ limit: 1, per: 100_000 })],
     steps: ['a', '{a}', 'a}', '}a{', '{', '}', '%7D', '%', 'a%7Db', 'a}b', '{a}b', 'x{a}', '\ud800', '\udc00', 'é{}'].flatMap((key, i) => [

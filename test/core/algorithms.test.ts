@@ -20,6 +20,18 @@ describe('fixedWindow', () => {
     ]);
   });
 
+  it('a limit of a billion admits a billion, not one more (the tolerance is capped below a cost unit)', () => {
+    // (a bucket refilling at a billion an hour would, by design, admit what 10 µs of refill brings: 2.8 requests;
+    // this one refills slowly, so only the count tolerance is in play)
+    for (const rule of [rules.fixedWindow({ limit: 1e9, per: '1h' }), rules.slidingLog({ limit: 1e9, per: '1h' }), rules.tokenBucket({ limit: 1e9, per: '1000d' }), rules.slidingWindow({ limit: 1e9, per: '1h' })]) {
+      runTable([rule], [
+        { t: 0, cost: 1e9 - 1, allowed: true, remaining: 1 },
+        { t: 0, allowed: true, remaining: 0 },
+        { t: 0, allowed: false, remaining: 0 },
+      ]);
+    }
+  });
+
   it('lets 2×limit through across a window boundary (the survey\'s flaw, reproduced)', () => {
     const lim = limiter({ rules: [rules.fixedWindow({ limit: 20, per: '1m' })] });
     let admitted = 0;

@@ -28,6 +28,15 @@ export const REL_SLACK = 1e-9;
 export const TIME_SLACK = 1e-2;
 
 /**
+ * countSlack — the tolerance of a comparison against `units` of cost: 1e-9 of it, but never more than 1e-6 of a
+ * cost unit, so that a limit of a billion does not admit one request more (float error at that size is ~1e-7).
+ */
+export function countSlack(units: number): number {
+  const s = units * REL_SLACK;
+  return s < 1e-6 ? s : 1e-6;
+}
+
+/**
  * NEGLIGIBLE — the fraction of the limit below which a decaying estimate (earrrl, exponential) counts as gone:
  * from then on the state decides exactly as a fresh client's would, so it may be dropped (resetAfter).
  */

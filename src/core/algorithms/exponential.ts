@@ -1,4 +1,4 @@
-import { Rule, measured, REL_SLACK, TIME_SLACK, NEGLIGIBLE, floorRemaining, type RuleConfig } from './common.js';
+import { Rule, measured, countSlack, TIME_SLACK, NEGLIGIBLE, floorRemaining, type RuleConfig } from './common.js';
 
 /** MIN_INTERVAL — Finch's clamp of the interval, in periods, so that two requests in the same instant divide by no zero. */
 const MIN_INTERVAL = 1e-10;
@@ -19,7 +19,7 @@ export class Exponential extends Rule {
 
   constructor(config: RuleConfig) {
     super(config);
-    this.slack = config.limit * (REL_SLACK + TIME_SLACK / config.per);
+    this.slack = countSlack(config.limit) + (config.limit * TIME_SLACK) / config.per;
   }
 
   /** average — r for a request of `cost` after a gap of `i` periods from a stored average `prev`. */

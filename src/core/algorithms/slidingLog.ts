@@ -1,4 +1,4 @@
-import { REL_SLACK, floorRemaining, type RuleConfig } from './common.js';
+import { countSlack, floorRemaining, type RuleConfig } from './common.js';
 
 /**
  * Log — the admitted (or, under strict accounting, attempted) requests of one client, oldest first: a ring of
@@ -127,7 +127,7 @@ export class SlidingLog {
   private readonly slack: number;
 
   constructor(readonly config: RuleConfig) {
-    this.slack = config.limit * REL_SLACK;
+    this.slack = countSlack(config.limit);
   }
 
   /** used — cost in the window ending at `now`. */

@@ -1,4 +1,4 @@
-import { Rule, measured, REL_SLACK, TIME_SLACK, floorRemaining, type RuleConfig } from './common.js';
+import { Rule, measured, countSlack, TIME_SLACK, floorRemaining, type RuleConfig } from './common.js';
 
 /**
  * TokenBucket — a bucket of `burst` tokens, refilled continuously at limit/per and starting full; a request takes
@@ -16,7 +16,7 @@ export class TokenBucket extends Rule {
   constructor(config: RuleConfig) {
     super(config);
     this.perMs = config.limit / config.per;
-    this.slack = config.burst * REL_SLACK + this.perMs * TIME_SLACK;
+    this.slack = countSlack(config.burst) + this.perMs * TIME_SLACK;
   }
 
   /** debt — the debt at `now`, after the refill since the last update. */

@@ -5,7 +5,7 @@ import type { Policy } from '../../core/policy.js';
 import type { Algorithm } from '../../core/types.js';
 import type { RuleConfig } from '../../core/algorithms/common.js';
 import { RatekeeperError } from '../../core/errors.js';
-import { NEGLIGIBLE, REL_SLACK, TIME_SLACK } from '../../core/algorithms/common.js';
+import { NEGLIGIBLE, REL_SLACK, TIME_SLACK, countSlack } from '../../core/algorithms/common.js';
 
 /**
  * LUA_DIR — where the .lua files are at run time: beside this file when it runs from source, else in src/ of the
@@ -111,16 +111,16 @@ function constants(r: RuleConfig, logPer: number, logLimit: number): Record<stri
       return { INTERVAL: interval, TOLERANCE: tolerance, SLACK: slack, TOL_SLACK: tolerance + slack, SLACK_I: slack / interval };
     }
     case 'fixedWindow': {
-      const slack = limit * REL_SLACK;
+      const slack = countSlack(limit);
       return { LIMIT: limit, PER: per, SLACK: slack, LIM_SLACK: limit + slack };
     }
     case 'slidingWindow': {
-      const slack = limit * REL_SLACK;
+      const slack = countSlack(limit);
       return { LIMIT: limit, PER: per, SLACK: slack, LIM_SLACK: limit + slack, TIME_SLACK };
     }
     case 'tokenBucket': case 'leakyBucket': {
       const perMs = limit / per;
-      const slack = burst * REL_SLACK + perMs * TIME_SLACK;
+      const slack = countSlack(burst) + perMs * TIME_SLACK;
       return { BURST: burst, PERMS: perMs, SLACK: slack, BURST_SLACK: burst + slack };
     }
     case 'earrrl': {
@@ -133,11 +133,11 @@ function constants(r: RuleConfig, logPer: number, logLimit: number): Record<stri
       };
     }
     case 'exponential': {
-      const slack = limit * (REL_SLACK + TIME_SLACK / per);
+      const slack = countSlack(limit) + (limit * TIME_SLACK) / per;
       return { LIMIT: limit, PER: per, SLACK: slack, LIM_SLACK: limit + slack, FLOOR: limit * NEGLIGIBLE };
     }
     case 'slidingLog': {
-      const slack = limit * REL_SLACK;
+      const slack = countSlack(limit);
       return { LIMIT: limit, PER: per, SLACK: slack, LIM_SLACK: limit + slack, LOG_PER: logPer, LOG_LIMIT: logLimit };
     }
   }

@@ -10,7 +10,7 @@ Placeholders, replaced per rule at attach time (constants as exact numeric liter
   $OK, $RATE — decide: whether this rule admits the request; the average including it, per second
   $REM, $WAIT, $RESET — report: remaining (cost-1 requests), retryAfter (ms, INF when never), resetAfter (ms)
   $LIMIT     — cost units per period (also the burst);  $PER — the averaging period, ms
-  $SLACK     — limit·(REL_SLACK + TIME_SLACK/per), cost units;  $LIM_SLACK — limit + slack
+  $SLACK     — countSlack(limit) + limit·TIME_SLACK/per, cost units;  $LIM_SLACK — limit + slack
   $FLOOR     — limit·NEGLIGIBLE: an average below it is as good as fresh
 Policy locals used: now (ms), cost (cost units), allowed, floor, exp, log, abs, INF.
 MIN_INTERVAL (1e-10 periods) is Finch's clamp of the gap, so that two requests in one instant divide by no zero.

@@ -10,7 +10,7 @@ Placeholders, replaced per rule at attach time (constants as exact numeric liter
   $OK        — decide: whether this rule admits the request
   $REM, $WAIT, $RESET — report: remaining (cost-1 requests), retryAfter (ms, INF when never), resetAfter (ms)
   $LIMIT     — cost units per window;  $PER — the window, ms
-  $SLACK     — limit·REL_SLACK, cost units;  $LIM_SLACK — limit + slack
+  $SLACK     — countSlack(limit) (1e-9 of it, at most 1e-6), cost units;  $LIM_SLACK — limit + slack
 Policy locals used: now (ms), cost (cost units), allowed, floor, INF.
 A clock that stepped back into an earlier window stays in the stored one.
 ]]

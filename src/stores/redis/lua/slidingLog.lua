@@ -16,7 +16,7 @@ Placeholders, replaced at attach time (constants as exact numeric literals):
   $OK, $USED — decide: whether this rule admits the request; the cost in its window before it (report reuses it
                when nothing was filed)
   $REM, $WAIT, $RESET — report: remaining (cost-1 requests), retryAfter (ms, INF when never), resetAfter (ms)
-  $LIMIT     — cost units per window;  $PER — the window, ms;  $SLACK — limit·REL_SLACK;  $LIM_SLACK — limit + slack
+  $LIMIT     — cost units per window;  $PER — the window, ms;  $SLACK — countSlack(limit);  $LIM_SLACK — limit + slack
   $LOG_PER, $LOG_LIMIT — the longest period (ms) and largest limit (cost units) of the policy's slidingLog rules:
                what the trimmed log must still hold
 Policy locals used: v (the client's value), now (ms), cost (cost units), allowed, floor, pack, unpack, sub, INF.

@@ -11,7 +11,7 @@ Placeholders, replaced per rule at attach time (constants as exact numeric liter
   $OK        — decide: whether this rule admits the request
   $REM, $WAIT, $RESET — report: remaining (cost-1 requests), retryAfter (ms, INF when never), resetAfter (ms)
   $BURST     — cost units;  $PERMS — refill rate limit/per, cost units per ms
-  $SLACK     — burst·REL_SLACK + perMs·TIME_SLACK, cost units;  $BURST_SLACK — burst + slack
+  $SLACK     — countSlack(burst) + perMs·TIME_SLACK, cost units;  $BURST_SLACK — burst + slack
 Policy locals used: now (ms), cost (cost units), allowed, floor, INF.
 Behind the stored time (the clock stepped back) nothing refills, and every wait counts from the stored time: the lag.
 ]]
