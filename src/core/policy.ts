@@ -158,7 +158,6 @@ export class Policy {
     }
     if (cost > 0) {
       for (let i = 0; i < count; i++) {
-        const m = machines[i];
         if (this.kinds[i] < 0 || !(allowed || this.strict[i] === 1)) continue;
         const off = this.offsets[i];
         for (let k = 0, size = this.sizes[i]; k < size; k++) s[o + off + k] = n[off + k];

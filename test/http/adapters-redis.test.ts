@@ -4,44 +4,26 @@
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { limiter, rules } from '../../src/index.js';
 import { redisStore } from '../../src/stores/redis/index.js';
 import { RedisServer } from '../support/redis.js';
+import { uniquePrefix, useRedis } from '../support/redis-suite.js';
 import { ADAPTERS, buildExpress, request } from './apps.js';
 import { ManualClock, items, scenarios } from './scenarios.js';
 
-const prefix = (): string => `http:${randomBytes(4).toString('hex')}:`;
+const prefix = (): string => uniquePrefix('http');
 
 describe('http on a standalone Redis', () => {
-  let server: RedisServer;
-  let client: Redis;
-  before(async () => {
-    server = await RedisServer.start();
-    client = new Redis({ host: '127.0.0.1', port: server.port, maxRetriesPerRequest: 1 });
-  });
-  after(async () => {
-    client.disconnect();
-    await server.stop();
-  });
-  for (const [name, build] of ADAPTERS) scenarios(`${name} (redis store)`, build, () => redisStore({ client, prefix: prefix(), timeout: 5000 }));
+  const redis = useRedis();
+  for (const [name, build] of ADAPTERS) scenarios(`${name} (redis store)`, build, () => redisStore({ client: redis.client, prefix: prefix(), timeout: 5000 }));
 });
 
 describe('shaping on a Redis shared by two servers (two processes\' worth of middleware)', () => {
-  let server: RedisServer;
-  let client: Redis;
-  before(async () => {
-    server = await RedisServer.start();
-    client = new Redis({ host: '127.0.0.1', port: server.port, maxRetriesPerRequest: 1 });
-  });
-  after(async () => {
-    client.disconnect();
-    await server.stop();
-  });
+  const redis = useRedis();
   it('no request is ever held longer than the bound, whichever server it reached', async () => {
     const clock = new ManualClock();
-    const lim = limiter({ rules: [rules.leakyBucket({ limit: 20, per: '1s', burst: 10, name: 'smooth' })], store: redisStore({ client, prefix: prefix() }) });
+    const lim = limiter({ rules: [rules.leakyBucket({ limit: 20, per: '1s', burst: 10, name: 'smooth' })], store: redisStore({ client: redis.client, prefix: prefix() }) });
     const options = () => ({ limiter: lim, clock, shaping: { maxDelay: 120 } });
     const a = await buildExpress([{ method: 'GET', path: '/', limit: options }]);
     const b = await buildExpress([{ method: 'GET', path: '/', limit: options }]);

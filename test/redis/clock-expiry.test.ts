@@ -3,32 +3,22 @@
  * client's key expires exactly when its state has become equivalent to a fresh client's (PTTL = the time to fresh,
  * also after the clock stepped back), an offender is not forgotten a moment early, and an override keeps its key.
  */
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Redis } from 'ioredis';
 import { limiter, type Limiter } from '../../src/limiter.js';
 import { rules } from '../../src/core/rules.js';
 import type { RuleConfig } from '../../src/core/algorithms/common.js';
 import { RedisStore } from '../../src/stores/redis/index.js';
-import { RedisServer } from '../support/redis.js';
+import { useRedis } from '../support/redis-suite.js';
 
-let server: RedisServer;
-let client: Redis;
-before(async () => {
-  server = await RedisServer.start();
-  client = new Redis({ host: '127.0.0.1', port: server.port, maxRetriesPerRequest: 1 });
-});
-after(async () => {
-  client.disconnect();
-  await server.stop();
-});
+const redis = useRedis();
 
-const store = (): RedisStore => new RedisStore({ client, prefix: `ce:${randomBytes(4).toString('hex')}:`, timeout: 5_000 });
+const store = (): RedisStore => new RedisStore({ client: redis.client, prefix: `ce:${randomBytes(4).toString('hex')}:`, timeout: 5_000 });
 const keyOf = (lim: Limiter, key: string): string => (lim.store as RedisStore).attach(lim.policy).redisKey(key);
 async function redisNow(): Promise<number> {
-  const [s, us] = await client.time();
+  const [s, us] = await redis.client.time();
   return Number(s) * 1000 + Number(us) / 1000;
 }
 
@@ -85,7 +75,7 @@ describe('expiry: PTTL is the time to a fresh state', () => {
         const d = await lim.check('offender', { now: T + i * 100 });
         if (d.allowed || anyStrict) [charged, sent] = [d, t];
       }
-      const pttl = await client.pttl(keyOf(lim, 'offender'));
+      const pttl = await redis.client.pttl(keyOf(lim, 'offender'));
       const elapsed = performance.now() - sent; // real time since the expiry was set, at most
       const fresh = Math.max(...charged!.rules.map((r) => r.resetAfter));
       assert.ok(fresh > 0);
@@ -100,7 +90,7 @@ describe('expiry: PTTL is the time to a fresh state', () => {
     const d = await lim.check('k', { now: T });
     // Two tokens owed as of T + 5000: fresh 2 × 3333 ms after T + 5000. resetAfter at T counts from T + 5000 too (the
     // core's lag), and the key expires with it.
-    const pttl = await client.pttl(keyOf(lim, 'k'));
+    const pttl = await redis.client.pttl(keyOf(lim, 'k'));
     const elapsed = performance.now() - sent;
     assert.ok(Math.abs(d.resetAfter - (5_000 + 20_000 / 3)) < 1e-6, `resetAfter ${d.resetAfter}`);
     assert.ok(pttl <= Math.ceil(5_000 + 20_000 / 3) && pttl >= Math.ceil(5_000 + 20_000 / 3) - elapsed - 2, `PTTL ${pttl}`);
@@ -109,12 +99,12 @@ describe('expiry: PTTL is the time to a fresh state', () => {
   test('a cost-0 look or a refused leaky attempt stores nothing and keeps the expiry', async () => {
     const lim = limiter({ rules: [rules.fixedWindow({ limit: 1, per: '1m' })], store: store() });
     await lim.peek('p', { now: T });
-    assert.equal(await client.exists(keyOf(lim, 'p')), 0);
+    assert.equal(await redis.client.exists(keyOf(lim, 'p')), 0);
     await lim.check('p', { now: T });
-    const before = await client.pttl(keyOf(lim, 'p'));
+    const before = await redis.client.pttl(keyOf(lim, 'p'));
     await sleep(30);
     assert.equal((await lim.check('p', { now: T + 10 })).allowed, false);
-    assert.ok((await client.pttl(keyOf(lim, 'p'))) < before);
+    assert.ok((await redis.client.pttl(keyOf(lim, 'p'))) < before);
   });
 
   test('an offender is not forgotten early (real time, Redis TIME)', async () => {
@@ -135,7 +125,7 @@ describe('expiry: PTTL is the time to a fresh state', () => {
       assert.ok(fresh > 500 && fresh < 3_000, `resetAfter ${fresh}`);
       const key = keyOf(lim, 'abuser');
       await sleep(fresh - 250 - (performance.now() - sent));
-      const exists = await client.exists(key);
+      const exists = await redis.client.exists(key);
       const peek = await lim.peek('abuser');
       if (performance.now() >= sent + fresh) {
         assert.ok(attempt < 3, 'the machine is too slow to observe the window');
@@ -144,7 +134,7 @@ describe('expiry: PTTL is the time to a fresh state', () => {
       assert.equal(exists, 1, 'still remembered just before its state is as good as fresh');
       assert.ok(peek.rate! > 0 && peek.resetAfter > 0, 'and its estimate is not yet negligible');
       await sleep(returned + fresh + 50 - performance.now());
-      assert.equal(await client.exists(key), 0, 'forgotten once it is');
+      assert.equal(await redis.client.exists(key), 0, 'forgotten once it is');
       break;
     }
   });
@@ -155,25 +145,25 @@ describe('expiry with overrides', () => {
     const lim = limiter({ rules: [rules.gcra({ limit: 1, per: '2s' })], store: store() });
     const key = keyOf(lim, 'b');
     await lim.block('b', { for: '1s' });
-    let pttl = await client.pttl(key);
+    let pttl = await redis.client.pttl(key);
     assert.ok(pttl <= 1_000 && pttl > 500, `block only: ${pttl}`);
     await lim.block('b'); // until unblock
-    assert.equal(await client.pttl(key), -1);
+    assert.equal(await redis.client.pttl(key), -1);
     await lim.unblock('b');
-    assert.equal(await client.exists(key), 0, 'nothing left to remember');
+    assert.equal(await redis.client.exists(key), 0, 'nothing left to remember');
     await lim.check('b');
     await lim.block('b', { for: '10s' });
-    pttl = await client.pttl(key);
+    pttl = await redis.client.pttl(key);
     assert.ok(pttl <= 10_000 && pttl > 9_000, `block longer than the state: ${pttl}`);
     await lim.reset('b');
-    assert.ok((await client.pttl(key)) > 8_500, 'reset keeps the block');
+    assert.ok((await redis.client.pttl(key)) > 8_500, 'reset keeps the block');
     await lim.unblock('b');
-    assert.equal(await client.exists(key), 0);
+    assert.equal(await redis.client.exists(key), 0);
     await lim.check('b');
     await lim.exempt('b');
-    assert.equal(await client.pttl(key), -1);
+    assert.equal(await redis.client.pttl(key), -1);
     await lim.unexempt('b');
-    pttl = await client.pttl(key);
+    pttl = await redis.client.pttl(key);
     assert.ok(pttl <= 2_000 && pttl > 1_000, `back to the state's deadline: ${pttl}`);
   });
 });

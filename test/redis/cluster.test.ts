@@ -4,17 +4,17 @@
  * served by the source, redirected with ASK to the target, then MOVED once the slot has moved — decide exactly as
  * the memory store does.
  */
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { Cluster } from 'ioredis';
 import fc from 'fast-check';
 import { Policy } from '../../src/core/policy.js';
 import { rules } from '../../src/core/rules.js';
 import type { Decision } from '../../src/core/types.js';
 import { MemoryStore } from '../../src/stores/memory.js';
 import { RedisStore, encodeKey, type RedisBound } from '../../src/stores/redis/index.js';
-import { RedisCluster, type RedisServer } from '../support/redis.js';
+import { type RedisServer } from '../support/redis.js';
+import { useCluster } from '../support/redis-suite.js';
 import { same } from '../conformance/run.js';
 
 /** slotOf — Redis Cluster's key slot: CRC16 (XMODEM) of the hash tag, or of the whole key when it has none. */
@@ -38,16 +38,7 @@ function decodeKey(k: string): string {
   return k.replace(/%(25|7B|7D|u[0-9a-f]{4})/g, (_, c: string) => (c[0] === 'u' ? String.fromCharCode(parseInt(c.slice(1), 16)) : c === '25' ? '%' : c === '7B' ? '{' : '}'));
 }
 
-let cluster: RedisCluster;
-let client: Cluster;
-before(async () => {
-  cluster = await RedisCluster.start();
-  client = new Cluster(cluster.startupNodes, { redisOptions: { maxRetriesPerRequest: 1 } });
-});
-after(async () => {
-  client.disconnect();
-  await cluster.stop();
-});
+const redis = useCluster();
 
 describe('keys and slots', () => {
   test('encodeKey is injective and leaves no brace, so the hash tag is the whole client key', () => {
@@ -60,7 +51,7 @@ describe('keys and slots', () => {
   });
 
   test('a client key with braces cannot choose its slot: the slot is that of the whole encoded key', () => {
-    const bound = new RedisStore({ client }).attach(new Policy({ rules: [rules.gcra({ limit: 1, per: '1s' })] }));
+    const bound = new RedisStore({ client: redis.client }).attach(new Policy({ rules: [rules.gcra({ limit: 1, per: '1s' })] }));
     const victim = 'victim';
     for (const attacker of ['{victim}', 'x}{victim}', '}{victim', '{victim}x', 'victim}', '%7Bvictim%7D']) {
       const k = bound.redisKey(attacker);
@@ -69,12 +60,12 @@ describe('keys and slots', () => {
     }
     // slotOf agrees with Redis itself.
     for (const k of [bound.redisKey('a{b}c'), bound.redisKey('}{'), 'plain', '{tag}rest']) {
-      assert.equal(Number(cluster.nodes[0].cli('CLUSTER', 'KEYSLOT', k)), slotOf(k));
+      assert.equal(Number(redis.server.nodes[0].cli('CLUSTER', 'KEYSLOT', k)), slotOf(k));
     }
   });
 
   test('many clients with braces across the cluster: no CROSSSLOT, no error, separate state', async () => {
-    const store = new RedisStore({ client, prefix: `x:${randomBytes(3).toString('hex')}:`, timeout: 5_000 });
+    const store = new RedisStore({ client: redis.client, prefix: `x:${randomBytes(3).toString('hex')}:`, timeout: 5_000 });
     const bound = store.attach(new Policy({ rules: [rules.fixedWindow({ limit: 1, per: '1h', name: 'window' }), rules.slidingLog({ limit: 1, per: '1h', name: 'log' })] }));
     const keys = Array.from({ length: 300 }, (_, i) => ['{', '}', '{x}', '%', ''][i % 5] + `c${i}` + ['}', '{', '', '{}'][i % 4]);
     const first = await Promise.all(keys.map((k) => bound.evaluate(k, 1, undefined)));
@@ -82,14 +73,14 @@ describe('keys and slots', () => {
     assert.equal(store.failures, 0, String(store.lastError));
     assert.ok(first.every((d) => d.allowed), 'every client is new: none shares another one\'s state');
     assert.ok(second.every((d) => !d.allowed && d.reason === 'limited'));
-    for (const n of cluster.nodes) assert.doesNotMatch(n.cli('INFO', 'errorstats'), /CROSSSLOT/);
+    for (const n of redis.server.nodes) assert.doesNotMatch(n.cli('INFO', 'errorstats'), /CROSSSLOT/);
   });
 });
 
 describe('a slot migration', () => {
   test('checks served by the source, redirected by ASK, then by MOVED, decide as the memory store does', async () => {
     const policy = new Policy({ rules: [rules.gcra({ limit: 5, per: '1h' }), rules.slidingLog({ limit: 6, per: '1h' })] });
-    const bound: RedisBound = new RedisStore({ client, prefix: 'mig:', timeout: 5_000 }).attach(policy);
+    const bound: RedisBound = new RedisStore({ client: redis.client, prefix: 'mig:', timeout: 5_000 }).attach(policy);
     const memory = new MemoryStore().attach(policy);
     const key = 'migrating-client';
     const slot = slotOf(bound.redisKey(key));
@@ -97,10 +88,10 @@ describe('a slot migration', () => {
     let other = '';
     for (let i = 0; other === ''; i++) if (slotOf(bound.redisKey(`new-${i}`)) === slot) other = `new-${i}`;
 
-    const source = cluster.owner(slot);
-    const target = cluster.nodes.find((n) => n !== source) as RedisServer;
-    const sourceId = cluster.nodeId(source);
-    const targetId = cluster.nodeId(target);
+    const source = redis.server.owner(slot);
+    const target = redis.server.nodes.find((n) => n !== source) as RedisServer;
+    const sourceId = redis.server.nodeId(source);
+    const targetId = redis.server.nodeId(target);
     const T = 1_800_000_000_000;
     const got: Decision[] = [];
     const want: Decision[] = [];
@@ -119,12 +110,12 @@ describe('a slot migration', () => {
     assert.match(errors(source), /errorstat_ASK:count=[1-9]/);
     source.cli('MIGRATE', '127.0.0.1', String(target.port), '', '0', '5000', 'KEYS', bound.redisKey(key));
     await check(key, 4); // moved to the target: ASK again
-    for (const n of cluster.nodes) n.cli('CLUSTER', 'SETSLOT', String(slot), 'NODE', targetId);
+    for (const n of redis.server.nodes) n.cli('CLUSTER', 'SETSLOT', String(slot), 'NODE', targetId);
     await check(key, 5); // the slot is the target's: MOVED, and the client refreshes its map
     await check(other, 6);
     await check(key, 7);
     assert.match(errors(source), /errorstat_MOVED:count=[1-9]/);
-    assert.equal(await client.exists(bound.redisKey(key)), 1);
+    assert.equal(await redis.client.exists(bound.redisKey(key)), 1);
     assert.equal(target.cli('EXISTS', bound.redisKey(key)), '1');
     same(got, want, 'decisions during the migration');
     assert.deepEqual(got.map((d) => d.allowed), [true, true, true, true, true, true, true, false]);

@@ -2,37 +2,27 @@
  * The local cache of denials: under leaky accounting it answers exactly what the store would (same allowed,
  * reason, retryAfter) while sparing the round trips of an abuser; it is off where it would not be exact.
  */
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { Redis } from 'ioredis';
 import { limiter } from '../../src/limiter.js';
 import { rules } from '../../src/core/rules.js';
 import { MemoryStore } from '../../src/stores/memory.js';
 import { RedisStore } from '../../src/stores/redis/index.js';
-import { RedisServer } from '../support/redis.js';
+import { useRedis } from '../support/redis-suite.js';
 
-let server: RedisServer;
-let client: Redis;
-before(async () => {
-  server = await RedisServer.start();
-  client = new Redis({ host: '127.0.0.1', port: server.port, maxRetriesPerRequest: 1 });
-});
-after(async () => {
-  client.disconnect();
-  await server.stop();
-});
+const redis = useRedis();
 
 /** scripts — EVALSHA calls the server has run so far. */
 function scripts(): number {
-  const m = /cmdstat_evalsha:calls=(\d+)/.exec(server.cli('INFO', 'commandstats'));
+  const m = /cmdstat_evalsha:calls=(\d+)/.exec(redis.server.cli('INFO', 'commandstats'));
   return m ? Number(m[1]) : 0;
 }
 
 const policy = () => [rules.gcra({ limit: 10, per: '1s', burst: 5 }), rules.slidingLog({ limit: 50, per: '1m' })];
 
 test('an abuser is answered locally, with the decisions the store would give', async () => {
-  const store = new RedisStore({ client, prefix: `dc:${randomBytes(4).toString('hex')}:` });
+  const store = new RedisStore({ client: redis.client, prefix: `dc:${randomBytes(4).toString('hex')}:` });
   const cached = limiter({ rules: policy(), store, denialCache: { maxKeys: 100 } });
   const reference = limiter({ rules: policy(), store: new MemoryStore() });
   assert.ok(cached.denialCache);
@@ -56,7 +46,7 @@ test('an abuser is answered locally, with the decisions the store would give', a
 });
 
 test('reset by this limiter drops the entry; the cache is off where refusals change state', async () => {
-  const store = new RedisStore({ client, prefix: `dc:${randomBytes(4).toString('hex')}:` });
+  const store = new RedisStore({ client: redis.client, prefix: `dc:${randomBytes(4).toString('hex')}:` });
   const lim = limiter({ rules: [rules.fixedWindow({ limit: 1, per: '1h' })], store, denialCache: true });
   await lim.check('k');
   assert.equal((await lim.check('k')).allowed, false);

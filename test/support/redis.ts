@@ -170,3 +170,4 @@ export class RedisCluster {
     for (const n of this.nodes) await n.stop();
   }
 }
+
