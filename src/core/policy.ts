@@ -14,7 +14,7 @@ import * as dispatch from './algorithms/dispatch.js';
  * Outcome, Verdict — RuleOutcome and Decision as classes: every instance has the same fields in the same order
  * (rate and delay are undefined where not measured), so the hot path allocates objects of one shape.
  */
-class Outcome implements RuleOutcome {
+export class Outcome implements RuleOutcome {
   constructor(
     public name: string, public algorithm: RuleConfig['algorithm'], public allowed: boolean, public limit: number,
     public remaining: number, public retryAfter: number, public resetAfter: number,

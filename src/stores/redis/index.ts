@@ -1,5 +1,5 @@
 import type { Decision, Override, RuleOutcome } from '../../core/types.js';
-import type { Policy } from '../../core/policy.js';
+import { Outcome, type Policy } from '../../core/policy.js';
 import { RatekeeperError, show } from '../../core/errors.js';
 import { MemoryStore, type MemoryTable } from '../memory.js';
 import type { BoundStore, OverrideRequest, Store } from '../types.js';
@@ -317,18 +317,6 @@ export class RedisStore implements Store {
     }
     this.arm();
   }
-}
-
-/**
- * Outcome — a rule's RuleOutcome as the script reports it; every instance has the same fields in the same order (rate
- * and delay undefined where the rule measures none), so decisions keep one shape.
- */
-class Outcome implements RuleOutcome {
-  constructor(
-    public name: string, public algorithm: RuleOutcome['algorithm'], public allowed: boolean, public limit: number,
-    public remaining: number, public retryAfter: number, public resetAfter: number,
-    public rate: number | undefined, public delay: number | undefined,
-  ) {}
 }
 
 /**
