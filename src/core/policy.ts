@@ -22,8 +22,8 @@ export class Outcome implements RuleOutcome {
   ) {}
 }
 class Verdict implements Decision {
-  blockReason?: string;
-  fallback?: boolean;
+  declare blockReason?: string;
+  declare fallback?: boolean;
   constructor(
     public allowed: boolean, public reason: Decision['reason'], public limit: number, public remaining: number,
     public retryAfter: number, public resetAfter: number, public rate: number | undefined, public delay: number | undefined,
