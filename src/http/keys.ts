@@ -74,25 +74,28 @@ export function parseHop(raw: string): Address | undefined {
   return parseStrict(s);
 }
 
-/** forwardedFor — the `for=` values of a Forwarded header (RFC 7239), in order, nearest hop last. */
+/**
+ * forwardedFor — the `for=` values of a Forwarded header (RFC 7239), in order, nearest hop last. A quoted-string
+ * opens only right after `=` and only if it closes: an unclosed or stray quote is an ordinary character, so a client
+ * cannot swallow the elements a trusted proxy appends after its own (`Forwarded: for="x` would otherwise hide them).
+ */
 export function forwardedFor(value: string): string[] {
   const out: string[] = [];
-  // split on , and ; outside quoted strings
   let i = 0;
   const n = value.length;
   while (i < n) {
     let j = i;
-    let quoted = false;
     let part = '';
     for (; j < n; j++) {
       const c = value[j];
-      if (quoted) {
-        if (c === '\\' && j + 1 < n) { part += c + value[j + 1]; j++; continue; }
-        if (c === '"') quoted = false;
-        part += c;
-        continue;
+      if (c === '"' && part.trimEnd().endsWith('=')) {
+        const close = closingQuote(value, j + 1);
+        if (close !== -1) {
+          part += value.slice(j, close + 1);
+          j = close;
+          continue;
+        }
       }
-      if (c === '"') { quoted = true; part += c; continue; }
       if (c === ',' || c === ';') break;
       part += c;
     }
@@ -102,6 +105,15 @@ export function forwardedFor(value: string): string[] {
     i = j + 1;
   }
   return out;
+}
+
+/** closingQuote — the index of the quote that closes a quoted-string whose content starts at `from`, or −1. */
+function closingQuote(value: string, from: number): number {
+  for (let k = from; k < value.length; k++) {
+    if (value[k] === '\\') k++;
+    else if (value[k] === '"') return k;
+  }
+  return -1;
 }
 
 function prefix(value: unknown, what: string, max: number, fallback: number): number {
@@ -127,7 +139,9 @@ function trustOf(option: ClientKeyOptions['trustProxy']): Trust | undefined {
       if (typeof e !== 'string') throw new RatekeeperError(`trustProxy entries must be strings, got ${show(e)}`);
       if (ipaddr.isValidCIDR(e)) {
         const [a, bits] = ipaddr.parseCIDR(e);
-        ranges.push([a, bits]);
+        // peers are matched as IPv4 when IPv4-mapped, so a mapped range must be matched as the IPv4 range it is
+        if (a.kind() === 'ipv6' && (a as ipaddr.IPv6).isIPv4MappedAddress() && bits >= 96) ranges.push([(a as ipaddr.IPv6).toIPv4Address(), bits - 96]);
+        else ranges.push([a, bits]);
       } else {
         const a = parseStrict(e);
         if (!a) throw new RatekeeperError(`trustProxy entry ${show(e)} is not an address, a CIDR range, 'loopback', 'private' or 'linklocal'`);

@@ -66,8 +66,20 @@ describe('clientKeyDeriver', () => {
     assert.deepEqual(forwardedFor('for=a;by=b, for="x,y";proto=z'), ['a', '"x,y"']);
   });
 
+  it('an unclosed or stray quote from the client cannot hide the element a trusted proxy appends', () => {
+    const derive = clientKeyDeriver({ trustProxy: ['loopback'], proxyHeader: 'forwarded' });
+    const from = (f: string) => derive('127.0.0.1', headers({ forwarded: f }));
+    for (const smuggled of ['for="x', 'for=a"b', 'for="x\\"', 'for="x, for="y', 'for=";']) {
+      assert.equal(from(`${smuggled}, for=203.0.113.9`), '203.0.113.9', smuggled);
+    }
+    assert.deepEqual(forwardedFor('for="x, for=203.0.113.9'), ['"x', '203.0.113.9']);
+  });
+
   it('names, single addresses and functions as trustProxy', () => {
     const none = headers({ 'x-forwarded-for': '198.51.100.1' });
+    assert.equal(clientKeyDeriver({ trustProxy: ['::ffff:10.0.0.0/104'] })('10.1.2.3', none), '198.51.100.1', 'an IPv4-mapped range trusts its IPv4 peers');
+    assert.equal(clientKeyDeriver({ trustProxy: ['::ffff:10.0.0.0/104'] })('::ffff:10.1.2.3', none), '198.51.100.1');
+    assert.equal(clientKeyDeriver({ trustProxy: ['::ffff:10.0.0.0/104'] })('11.1.2.3', none), '11.1.2.3');
     assert.equal(clientKeyDeriver({ trustProxy: ['private'] })('192.168.1.1', none), '198.51.100.1');
     assert.equal(clientKeyDeriver({ trustProxy: ['private'] })('fd00::1', none), '198.51.100.1');
     assert.equal(clientKeyDeriver({ trustProxy: ['loopback'] })('::ffff:127.0.0.1', none), '198.51.100.1');
