@@ -7,7 +7,7 @@ import { TokenBucket, LeakyBucket } from './algorithms/tokenBucket.js';
 import { Gcra } from './algorithms/gcra.js';
 import { Earrrl } from './algorithms/earrrl.js';
 import { Exponential } from './algorithms/exponential.js';
-import { Log, SlidingLog } from './algorithms/slidingLog.js';
+import { Log, SlidingLog, enoughFor } from './algorithms/slidingLog.js';
 import * as dispatch from './algorithms/dispatch.js';
 
 /**
@@ -115,7 +115,7 @@ export class Policy {
     }
     this.logStrict = logRules[0]?.accounting === 'strict';
     this.logPer = Math.max(0, ...logRules.map((r) => r.per));
-    this.logLimit = Math.max(0, ...logRules.map((r) => r.limit));
+    this.logLimit = enoughFor(logRules.map((r) => r.limit));
     this.machines = this.rules.map(compile);
     this.offsets = new Int32Array(this.rules.length);
     this.strict = new Uint8Array(this.rules.map((r) => (r.accounting === 'strict' ? 1 : 0)));

@@ -221,6 +221,11 @@ export const scenarios: Scenario[] = [
     ],
   },
   {
+    name: 'slidingLog strict: a look (cost 0) sees a window over its limit after the log is trimmed',
+    rules: [rules.slidingLog({ limit: 2, per: 1_000, accounting: 'strict' })],
+    steps: [c(0), c(1), c(2, 1, 'k', { allowed: false }), c(500, 0, 'k', { allowed: false, retryAfter: 500 }), c(1_000, 0), c(1_001, 0), c(1_002, 0, 'k', { allowed: true })],
+  },
+  {
     name: 'a limit of a billion admits a billion, not one more (the count tolerance is capped)',
     rules: [rules.fixedWindow({ limit: 1e9, per: 3_600_000, name: 'fw' }), rules.slidingLog({ limit: 1e9, per: 3_600_000, name: 'log' }),
       rules.slidingWindow({ limit: 1e9, per: 3_600_000, name: 'sw' }), rules.tokenBucket({ limit: 1e9, per: 86_400_000_000, name: 'tb' })],

@@ -97,6 +97,13 @@ describe('slidingLog', () => {
     assert.equal(f.limit, 1);
   });
 
+  it('under strict accounting a look (cost 0) still sees a window over its limit after the log is trimmed', () => {
+    const lim = limiter({ rules: [rules.slidingLog({ limit: 2, per: '1s', accounting: 'strict' })] });
+    for (const t of [0, 1, 2]) lim.checkSync('k', { now: t });
+    const peek = lim.checkSync('k', { now: 500, cost: 0 });
+    assert.deepEqual([peek.allowed, peek.retryAfter], [false, 500], 'three attempts in the window: over the limit of 2 until t = 1000 − 500');
+  });
+
   it('is exact: never more than limit in any window, with costs', () => {
     runTable([rules.slidingLog({ limit: 5, per: '1s' })], [
       { t: 0, cost: 2, allowed: true, remaining: 3, resetAfter: 1000 },

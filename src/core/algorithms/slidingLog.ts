@@ -86,13 +86,13 @@ export class Log {
 
   /**
    * trim — drops the entries no rule can look at again: those at or before `before`, and the oldest ones while
-   * the entries newer than them already hold `enough` (any window that reaches back to them is over its limit
-   * through the newer entries alone, and they expire first).
+   * the entries newer than them already hold more than `enough` (any window that reaches back to them is over its
+   * limit through the newer entries alone, even for a look of cost 0, and they expire first).
    */
   trim(before: number, enough: number): void {
     const total = this.total;
     let drop = this.firstAfter(before);
-    while (drop < this.size && total - this.cum(drop) >= enough) drop++;
+    while (drop < this.size && total - this.cum(drop) > enough) drop++;
     if (drop === 0) return;
     this.base = this.cum(drop - 1);
     this.head = this.at(drop);
@@ -115,6 +115,12 @@ export class Log {
     this.cums = cums;
     this.head = 0;
   }
+}
+
+/** enoughFor — what a shared log must keep for rules of these limits: the largest, plus its comparison tolerance. */
+export function enoughFor(limits: number[]): number {
+  const most = Math.max(0, ...limits);
+  return most + countSlack(most);
 }
 
 /**

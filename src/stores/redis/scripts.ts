@@ -6,6 +6,7 @@ import type { Algorithm } from '../../core/types.js';
 import type { RuleConfig } from '../../core/algorithms/common.js';
 import { RatekeeperError } from '../../core/errors.js';
 import { NEGLIGIBLE, REL_SLACK, TIME_SLACK, countSlack } from '../../core/algorithms/common.js';
+import { enoughFor } from '../../core/algorithms/slidingLog.js';
 
 /**
  * LUA_DIR — where the .lua files are at run time: beside this file when it runs from source, else in src/ of the
@@ -176,7 +177,8 @@ export function policyScript(policy: Policy): Script {
   const logRules = rules.filter((r) => r.algorithm === 'slidingLog');
   const hasLog = logRules.length > 0;
   const logPer = Math.max(0, ...logRules.map((r) => r.per));
-  const logLimit = Math.max(0, ...logRules.map((r) => r.limit));
+  // what the newer entries must hold, more than, for an older one to be dropped: the largest limit and its tolerance
+  const logLimit = enoughFor(logRules.map((r) => r.limit));
   const flat = rules.length <= FLAT_RULES;
   const locals: string[] = [];
   const state: string[] = [];

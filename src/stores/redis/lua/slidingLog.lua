@@ -95,7 +95,7 @@ $OK = $USED + cost <= $LIM_SLACK
 --@@ charge
 -- push (files cost at now: into the newest entry when the clock stepped back or in the same ms, else a new entry)
 -- and trim (drops the entries no rule can look at again: those at or before now − LOG_PER, and the oldest ones while
--- the newer entries already hold LOG_LIMIT), written as one new string: the pushed entry is never dropped (its time
+-- the newer entries already hold more than LOG_LIMIT), written as one new string: the pushed entry is never dropped (its time
 -- is now, and nothing newer holds anything), so what to drop is found on the entries as they are, whose running
 -- totals the push does not change (but the newest one's, when it rewrites it).
 local total = ltotal + cost
@@ -106,7 +106,7 @@ local drop, c
 @first_after(drop, now - $LOG_PER)
 while drop < last do
   @cum(c, drop)
-  if not (total - c >= $LOG_LIMIT) then break end
+  if not (total - c > $LOG_LIMIT) then break end
   drop = drop + 1
 end
 local base = lbase
