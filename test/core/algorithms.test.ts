@@ -239,6 +239,18 @@ describe('exponential', () => {
     close(later.checkSync('k', { now: 3_600_000, cost: 3 }).rate, 3, 'rare request counted at its cost');
   });
 
+  it('remaining counts what would be admitted: after a gap the next request counts in full, not on top', () => {
+    for (const limit of [1, 5]) {
+      const lim = limiter({ rules: [rules.exponential({ limit, per: '1s' })] });
+      lim.checkSync('k', { now: 0 });
+      const peek = lim.checkSync('k', { now: 3000, cost: 0 });
+      assert.equal(peek.remaining, limit, `limit ${limit}: r has decayed to ${Math.exp(-3).toFixed(3)}, so the next request's average is 1`);
+      let admitted = 0;
+      while (lim.checkSync('k', { now: 3000 }).allowed) admitted++;
+      assert.equal(admitted, peek.remaining);
+    }
+  });
+
   it('retryAfter solves for the retried request\'s own cost (later than Finch\'s ln(r/limit))', () => {
     const lim = limiter({ rules: [rules.exponential({ limit: 10, per: '1s' })] });
     let last;

@@ -48,8 +48,10 @@ export class Exponential extends Rule {
 
   report(s: Float64Array, o: number, now: number): void {
     const r = this.decayed(s, o, now);
-    // Requests in the same instant add about their cost each: the j-th further one sees about max(r + j, 1).
-    measured.remaining = floorRemaining(this.config.limit - r, this.slack);
+    // The first further cost-1 request's average is what next() would compute (max(r, 1) counts a request after a
+    // gap in full); each one after it in the same instant adds about 1.
+    const first = Exponential.average(s[o], (now - s[o + 1]) / this.config.per, 1);
+    measured.remaining = first <= this.config.limit + this.slack ? floorRemaining(this.config.limit - first, this.slack) + 1 : 0;
     const floor = this.config.limit * NEGLIGIBLE;
     const ahead = s[o + 1] - now; // the clock stepped back behind the stored time: the decay only starts there
     measured.resetAfter = r > floor ? (ahead > 0 ? ahead : 0) + this.config.per * Math.log(r / floor) : 0;

@@ -51,8 +51,23 @@ local rv, t = $S1, $S2
 local gap = (now - t) / $PER
 local dv = rv
 if gap > 0 then dv = rv * exp(-gap) end
-$REM = floor($LIMIT - dv + $SLACK)
-if not ($REM > 0) then $REM = 0 end
+-- remaining: the first further cost-1 request's average, as decide would compute it (max(r, 1) counts a request
+-- after a gap in full); each one after it in the same instant adds about 1
+do
+  local i1 = gap
+  if i1 < 1e-10 then i1 = 1e-10 end
+  local em1
+  @expm1(em1, -i1)
+  local r1 = -em1 / i1 + exp(-i1) * rv
+  if not (r1 > 1) then r1 = 1 end
+  if r1 <= $LIM_SLACK then
+    $REM = floor($LIMIT - r1 + $SLACK)
+    if not ($REM > 0) then $REM = 0 end
+    $REM = $REM + 1
+  else
+    $REM = 0
+  end
+end
 if dv > $FLOOR then
   local lag = t - now
   if not (lag > 0) then lag = 0 end
