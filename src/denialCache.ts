@@ -29,6 +29,11 @@ export class DenialCache {
   hits = 0;
   /** entries — key → refusal, in insertion order (the first one is the oldest, dropped first); size <= maxKeys. */
   private readonly entries = new Map<string, Entry>();
+  /**
+   * epoch — bumped by every reset, block, unblock or exempt made through the limiter: a refusal decided by a check
+   * that was already in flight then is not remembered (it may predate the change).
+   */
+  epoch = 0;
 
   constructor(options: DenialCacheOptions = {}) {
     const max = options.maxKeys ?? 10_000;
@@ -61,8 +66,13 @@ export class DenialCache {
     return { ...d, retryAfter: e.until - now, resetAfter: later(d.resetAfter, gone), rules };
   }
 
-  /** put — the store's decision for `key`: a refusal made for a request of `cost` at local time `now` is remembered; anything else drops the entry. */
-  put(key: string, cost: number, now: number, d: Decision): void {
+  /**
+   * put — the store's decision for `key`, from a check that began in `epoch`: a refusal made for a request of `cost`
+   * at local time `now` is remembered, unless the key's state may have changed since the check began; anything else
+   * drops the entry.
+   */
+  put(key: string, cost: number, now: number, d: Decision, epoch: number): void {
+    if (epoch !== this.epoch) return;
     if (d.allowed) {
       this.entries.delete(key);
       return;
@@ -73,8 +83,10 @@ export class DenialCache {
     this.entries.set(key, { until: now + d.retryAfter, at: now, cost, decision: d });
   }
 
-  delete(key: string): void {
+  /** invalidate — forgets `key`'s refusal, and any refusal of a check still in flight (see `epoch`). */
+  invalidate(key: string): void {
     this.entries.delete(key);
+    this.epoch++;
   }
 }
 

@@ -115,8 +115,9 @@ export class Limiter {
   private async cached(cache: DenialCache, k: string, cost: number, now: number | undefined, local: number): Promise<Decision> {
     const hit = cache.get(k, cost, local);
     if (hit !== undefined) return hit;
+    const epoch = cache.epoch;
     const d = await this.bound.evaluate(k, cost, now);
-    cache.put(k, cost, local, d);
+    cache.put(k, cost, local, d, epoch);
     return d;
   }
 
@@ -134,33 +135,39 @@ export class Limiter {
 
   /** reset — forgets `key`'s rule state; blocks and exemptions stay. */
   async reset(key: string): Promise<void> {
-    this.denialCache?.delete(key);
-    await this.bound.reset(key_(key));
+    const k = key_(key);
+    this.denialCache?.invalidate(k);
+    await this.bound.reset(k);
+    this.denialCache?.invalidate(k);
   }
 
   /** block — refuses `key` (for a while, or until `unblock`), charging no rule. The later of block/exempt wins. */
   async block(key: string, options: BlockOptions = {}): Promise<void> {
     const k = key_(key);
-    this.denialCache?.delete(k);
     const ms = options.for === undefined ? Infinity : parseDuration(options.for, 'block.for');
     if (options.reason !== undefined && typeof options.reason !== 'string') {
       throw new RatekeeperError(`block.reason must be a string, got ${show(options.reason)}`, 'ERR_ARGUMENT');
     }
+    this.denialCache?.invalidate(k);
     await this.bound.setOverride(k, { kind: 'block', for: ms, reason: options.reason }, this.overrideTime());
+    this.denialCache?.invalidate(k);
   }
 
   /** unblock — lifts `key`'s block, if it has one. */
   async unblock(key: string): Promise<void> {
-    this.denialCache?.delete(key);
-    await this.bound.clearOverride(key_(key), 'block');
+    const k = key_(key);
+    this.denialCache?.invalidate(k);
+    await this.bound.clearOverride(k, 'block');
+    this.denialCache?.invalidate(k);
   }
 
   /** exempt — admits `key` without charging any rule (for a while, or until `unexempt`). The later of block/exempt wins. */
   async exempt(key: string, options: ExemptOptions = {}): Promise<void> {
     const k = key_(key);
     const ms = options.for === undefined ? Infinity : parseDuration(options.for, 'exempt.for');
-    this.denialCache?.delete(k);
+    this.denialCache?.invalidate(k);
     await this.bound.setOverride(k, { kind: 'exempt', for: ms }, this.overrideTime());
+    this.denialCache?.invalidate(k);
   }
 
   /** unexempt — lifts `key`'s exemption, if it has one. */

@@ -57,3 +57,20 @@ test('reset by this limiter drops the entry; the cache is off where refusals cha
   assert.equal(limiter({ rules: [rules.earrrl({ limit: 1, per: '1s', halfLife: '1s' })], store, denialCache: true }).denialCache, undefined, 'earrrl is strict');
   assert.equal(limiter({ rules: [rules.gcra({ limit: 1, per: '1s' })], store, dryRun: true, denialCache: true }).denialCache, undefined, 'dry-run');
 });
+
+test('a refusal decided by a check in flight during reset, exempt or unblock is not remembered', async () => {
+  for (const change of ['reset', 'exempt', 'unblock'] as const) {
+    const lim = limiter({ rules: [rules.fixedWindow({ limit: 1, per: '1m' })], store: new MemoryStore(), denialCache: true });
+    if (change === 'unblock') await lim.block('other');
+    await lim.check('k', { now: 0 });
+    const inFlight = lim.check('k', { now: 1 }); // refused by the store, answered after the change below
+    if (change === 'reset') await lim.reset('k');
+    else if (change === 'exempt') { await lim.exempt('k'); await lim.unexempt('k'); }
+    else await lim.unblock('k');
+    assert.equal((await inFlight).allowed, false);
+    const after = await lim.check('k', { now: 2 });
+    const expected = change === 'reset';
+    assert.equal(after.allowed, expected, `${change}: the store decides (reset admits again; the others leave the window full)`);
+    assert.equal(lim.denialCache!.hits, 0, `${change}: nothing answered from a refusal older than the change`);
+  }
+});
