@@ -140,7 +140,7 @@ export class Policy {
    * `log`, and updates that state in place. `override` is the client's block or exemption, if any.
    */
   evaluate(s: Float64Array, o: number, log: Log | undefined, now: number, cost: number, override?: Override): Decision {
-    if (override !== undefined && override.until > now) return this.overridden(s, o, log, now, override);
+    if (override !== undefined && override.until > now) return this.overridden(s, o, log, now, cost, override);
     if (this.single !== null) return this.evaluateSingle(this.single, s, o, now, cost);
     const machines = this.machines;
     const count = machines.length;
@@ -236,26 +236,30 @@ export class Policy {
     );
   }
 
-  /** peekOutcomes — every rule's report for the stored state at `now`, charging nothing. */
-  peekOutcomes(s: Float64Array, o: number, log: Log | undefined, now: number): RuleOutcome[] {
+  /**
+   * peekOutcomes — every rule's verdict on a request of `cost` at `now` and its report from the stored state,
+   * charging nothing (the rules of a blocked or exempt client): `retryAfter` is each rule's own wait for it.
+   */
+  peekOutcomes(s: Float64Array, o: number, log: Log | undefined, now: number, cost: number): RuleOutcome[] {
     return this.machines.map((m, i) => {
       const k = this.kinds[i];
       measured.rate = measured.delay = Number.NaN;
       const admits = k < 0
-        ? (m as SlidingLog).admits(log as Log, now, 0)
-        : dispatch.next(k, m as Rule, s, o + this.offsets[i], now, 0, this.scratch, this.offsets[i]);
+        ? (m as SlidingLog).admits(log as Log, now, cost)
+        : dispatch.next(k, m as Rule, s, o + this.offsets[i], now, cost, this.scratch, this.offsets[i]);
       this.rates[i] = measured.rate;
       this.delays[i] = measured.delay;
-      return this.outcome(i, s, o, log, now, 0, admits, true);
+      return this.outcome(i, s, o, log, now, cost, admits, false);
     });
   }
 
   /**
-   * overridden — the decision for a blocked or exempt client: no rule is charged; the rules report their state.
-   * A block refuses until it ends (retryAfter Infinity for one without end); dry-run still admits.
+   * overridden — the decision for a blocked or exempt client: no rule is charged; the rules say what they would do.
+   * A block refuses until it ends and every rule admits the request (retryAfter Infinity for one without end);
+   * dry-run still admits.
    */
-  overridden(s: Float64Array, o: number, log: Log | undefined, now: number, override: Override): Decision {
-    return this.overrideDecision(this.peekOutcomes(s, o, log, now), override, now);
+  overridden(s: Float64Array, o: number, log: Log | undefined, now: number, cost: number, override: Override): Decision {
+    return this.overrideDecision(this.peekOutcomes(s, o, log, now, cost), override, now);
   }
 
   /** overrideDecision — builds the blocked/exempt decision from the rules' peeked outcomes (shared by every store). */
@@ -265,7 +269,10 @@ export class Policy {
       return new Verdict(true, 'exempt', first.limit, first.limit, 0, 0, undefined, undefined, outcomes);
     }
     const left = override.until === Infinity ? Infinity : override.until - now;
-    const d = new Verdict(this.dryRun, this.dryRun ? 'dry-run' : 'blocked', first.limit, 0, left, left, undefined, undefined, outcomes);
+    // the same request is admitted once the block is over and every rule admits it (nothing is charged meanwhile)
+    let retry = left;
+    for (let i = 0; i < outcomes.length; i++) if (outcomes[i].retryAfter > retry) retry = outcomes[i].retryAfter;
+    const d = new Verdict(this.dryRun, this.dryRun ? 'dry-run' : 'blocked', first.limit, 0, retry, left, undefined, undefined, outcomes);
     if (override.reason !== undefined) d.blockReason = override.reason;
     return d;
   }

@@ -221,6 +221,16 @@ export const scenarios: Scenario[] = [
     ],
   },
   {
+    name: 'a short block: retryAfter includes the wait of the rules that would still refuse',
+    rules: [rules.fixedWindow({ limit: 1, per: 10_000, name: 'fw' }), rules.tokenBucket({ limit: 1, per: 10_000, name: 'tb' }),
+      rules.fixedWindow({ limit: 5, per: 10_000, accounting: 'strict', name: 'strict' })],
+    steps: [
+      c(0), { op: 'block', key: 'k', t: 1, for: 1_000 },
+      c(2, 1, 'k', { reason: 'blocked', retryAfter: 9_998 }), c(3, 2, 'k', { reason: 'blocked', retryAfter: Infinity }),
+      c(1_001, 1, 'k', { reason: 'limited', retryAfter: 8_999 }), c(10_000, 1, 'k', { allowed: true }),
+    ],
+  },
+  {
     name: 'slidingLog strict: a look (cost 0) sees a window over its limit after the log is trimmed',
     rules: [rules.slidingLog({ limit: 2, per: 1_000, accounting: 'strict' })],
     steps: [c(0), c(1), c(2, 1, 'k', { allowed: false }), c(500, 0, 'k', { allowed: false, retryAfter: 500 }), c(1_000, 0), c(1_001, 0), c(1_002, 0, 'k', { allowed: true })],

@@ -80,6 +80,19 @@ describe('policy', () => {
     assert.equal((await lim.check('k')).allowed, true);
   });
 
+  it('a block\'s retryAfter includes the wait of a rule that would still refuse when it ends (exact)', async () => {
+    let now = 0;
+    const lim = limiter({ rules: [rules.fixedWindow({ limit: 1, per: '10s' })], clock: { now: () => now } });
+    await lim.check('k');
+    await lim.block('k', { for: '1s' });
+    const d = await lim.check('k');
+    assert.deepEqual([d.reason, d.retryAfter, d.resetAfter, d.rules[0].allowed], ['blocked', 10_000, 1000, false]);
+    now = 9_999;
+    assert.equal((await lim.check('k')).reason, 'limited', 'the block is over, the window is not');
+    now = 10_000;
+    assert.equal((await lim.check('k')).allowed, true);
+  });
+
   it('exemptions charge nothing; the later of block and exempt wins; reset keeps both', async () => {
     let now = 0;
     const lim = limiter({ rules: [rules.fixedWindow({ limit: 1, per: '1m' })], clock: { now: () => now } });

@@ -237,7 +237,7 @@ export function policyScript(policy: Policy): Script {
   const charge: string[] = [];
   const logCharge = hasLog ? fill(expand('slidingLog', 'charge'), constantVars(logRules[0], logPer, logLimit), 'slidingLog.lua (charge)') : '';
   const logStrict = logRules[0]?.accounting === 'strict';
-  charge.push('if cost > 0 then');
+  charge.push('if cost > 0 and not live then');
   if (chargeAll.length > 0) {
     charge.push('  if allowed then', ...chargeAll.map((l) => `    ${l}`), '    changed = true');
     if (chargeStrict.length > 0) charge.push('  else', ...chargeStrict.map((l) => `    ${l}`), '    changed = true');

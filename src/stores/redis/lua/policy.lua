@@ -40,8 +40,9 @@ if cost == nil then cost = 1 else cost = tonumber(cost) end
 
 local v = redis.call('GET', key)
 -- at — where the state starts in v: after 'n', or after an override's header ('o', kind, 4 doubles, the reason).
--- live — a block or exemption in force: every rule peeks (cost 0) and nothing is stored; one that is over is
--- forgotten (as the memory store does), keeping the state and its expiry.
+-- live — a block or exemption in force: every rule decides the request without being charged (nothing is stored),
+-- so that a block's wait includes the rules'; one that is over is forgotten (as the memory store does), keeping the
+-- state and its expiry.
 local at, live, okind, ountil, oreason = 2, false
 if v and byte(v, 1) == 111 then
   local untilMs, oe, se, rlen = unpack('<dddd', v, 3)
@@ -51,7 +52,7 @@ if v and byte(v, 1) == 111 then
     at = 35 + rlen
   end
   if untilMs > now then
-    live, cost, ountil = true, 0, untilMs
+    live, ountil = true, untilMs
     if byte(v, 2) == 98 then okind = 2 else okind = 3 end
   elseif #v >= at then
     redis.call('SET', key, 'n' .. sub(v, at), 'KEEPTTL')
@@ -67,9 +68,9 @@ if v and #v >= at + $STATE_BYTES - 1 then $STATE = unpack('$STATE_FMT', v, at) e
 
 -- Every rule decides on the state before the request; n… hold the state as charged.
 @decide
-local allowed = live or ($ALL_OK)
+local allowed = $ALL_OK
 
--- Charge: every rule when admitted, the strict ones when refused; nothing at cost 0 (nor under a live override).
+-- Charge: every rule when admitted, the strict ones when refused; nothing at cost 0, nor under a live override.
 local changed = false
 @charge
 
