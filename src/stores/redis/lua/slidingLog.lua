@@ -35,26 +35,41 @@ else
 end
 
 --@@ first_after
--- $1 = the index of the oldest entry with time > $2 (ln when none). A galloping search from the oldest entry: the
--- log is trimmed to the longest window at every filing, so the entries that left a window are few and at the front
--- (O(log k) reads for k of them, instead of O(log n)).
-if ln == 0 or lnewest <= $2 then
+-- $1 = the index of the oldest entry with time > $2 (ln when none).
+if ln > 0 and lnewest <= $2 then
   $1 = ln
-elseif unpack('<d', L, LB + 9) > $2 then
-  $1 = 0
 else
-  local lo, hi = 0, 1
-  while hi < ln and not (unpack('<d', L, LB + 9 + 16 * hi) > $2) do
-    lo = hi
-    hi = hi * 2
+  @gallop($1, 9, $2, 0)
+end
+
+--@@ gallop
+-- $1 = the index of the oldest entry whose field at byte $2 of its 16 (9: the time, 17: the running total) is over
+-- $3 ($4 = 0) or at least $3 ($4 = 1); ln when none. A galloping search from the oldest entry: the log is trimmed to
+-- the longest window at every filing, so the entries that left a window, and those that must slide out before a
+-- retry, are few and at the front (O(log k) reads for k of them, instead of O(log n)).
+do
+  local gallop_bound = $3
+  local x
+  if ln > 0 then x = unpack('<d', L, LB + $2) end
+  if ln == 0 or x > gallop_bound or ($4 == 1 and x == gallop_bound) then
+    $1 = 0
+  else
+    local lo, hi = 0, 1
+    while hi < ln do
+      x = unpack('<d', L, LB + $2 + 16 * hi)
+      if x > gallop_bound or ($4 == 1 and x == gallop_bound) then break end
+      lo = hi
+      hi = hi * 2
+    end
+    if hi > ln then hi = ln end
+    lo = lo + 1
+    while lo < hi do
+      local mid = floor((lo + hi) / 2)
+      x = unpack('<d', L, LB + $2 + 16 * mid)
+      if x > gallop_bound or ($4 == 1 and x == gallop_bound) then hi = mid else lo = mid + 1 end
+    end
+    $1 = lo
   end
-  if hi > ln then hi = ln end
-  lo = lo + 1
-  while lo < hi do
-    local mid = floor((lo + hi) / 2)
-    if unpack('<d', L, LB + 9 + 16 * mid) > $2 then hi = mid else lo = mid + 1 end
-  end
-  $1 = lo
 end
 
 --@@ cum
@@ -62,24 +77,8 @@ end
 if $2 < 0 then $1 = lbase else $1 = unpack('<d', L, LB + 17 + 16 * $2) end
 
 --@@ first_reaching
--- $1 = the index of the oldest entry whose running total is >= $2 (ln when none), galloping from the oldest entry
--- (the entries that must slide out before a retry are the oldest ones).
-if ln == 0 or unpack('<d', L, LB + 17) >= $2 then
-  $1 = 0
-else
-  local lo, hi = 0, 1
-  while hi < ln and not (unpack('<d', L, LB + 17 + 16 * hi) >= $2) do
-    lo = hi
-    hi = hi * 2
-  end
-  if hi > ln then hi = ln end
-  lo = lo + 1
-  while lo < hi do
-    local mid = floor((lo + hi) / 2)
-    if unpack('<d', L, LB + 17 + 16 * mid) >= $2 then hi = mid else lo = mid + 1 end
-  end
-  $1 = lo
-end
+-- $1 = the index of the oldest entry whose running total is >= $2 (ln when none).
+@gallop($1, 17, $2, 1)
 
 --@@ used
 -- $1 = the cost in the window (now − per, now]: the total minus the running total before the window's first entry
