@@ -75,6 +75,15 @@ export abstract class Rule {
   abstract wait(s: Float64Array, o: number, now: number, cost: number): number;
 }
 
+/**
+ * lag — ms from `now` until `stored` (a state's last update time) when the clock stepped back behind it, else 0:
+ * refills and decays only start at the stored time, so every wait and reset counts from it.
+ */
+export function lag(stored: number, now: number): number {
+  const ahead = stored - now;
+  return ahead > 0 ? ahead : 0;
+}
+
 /** floorRemaining — whole cost-1 requests that fit in `room`, never negative, forgiving float dust. */
 export function floorRemaining(room: number, slack: number): number {
   const r = Math.floor(room + slack);

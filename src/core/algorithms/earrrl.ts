@@ -1,4 +1,4 @@
-import { Rule, measured, REL_SLACK, TIME_SLACK, NEGLIGIBLE, floorRemaining, type RuleConfig } from './common.js';
+import { Rule, measured, lag, REL_SLACK, TIME_SLACK, NEGLIGIBLE, floorRemaining, type RuleConfig } from './common.js';
 
 /**
  * Earrrl — the Estimated Average Recent Request Rate Limiter, over CEWMA: a continuous exponentially weighted
@@ -53,18 +53,12 @@ export class Earrrl extends Rule {
     measured.remaining = floorRemaining(this.threshold / this.lambda - d + 1, this.slack / this.lambda);
     const estimate = d * this.lambda;
     const floor = this.threshold * NEGLIGIBLE;
-    measured.resetAfter = estimate > floor ? this.lag(s, o, now) + Math.log(estimate / floor) / this.lambda : 0;
-  }
-
-  /** lag — ms until the stored time T when the clock stepped back behind it: the decay only starts there. */
-  private lag(s: Float64Array, o: number, now: number): number {
-    const ahead = s[o + 1] - now;
-    return ahead > 0 ? ahead : 0;
+    measured.resetAfter = estimate > floor ? lag(s[o + 1], now) + Math.log(estimate / floor) / this.lambda : 0;
   }
 
   wait(s: Float64Array, o: number, now: number): number {
     const estimate = this.decayed(s, o, now) * this.lambda;
     if (estimate <= this.threshold + this.slack) return 0;
-    return this.lag(s, o, now) + Math.log(estimate / this.threshold) / this.lambda;
+    return lag(s[o + 1], now) + Math.log(estimate / this.threshold) / this.lambda;
   }
 }

@@ -1,4 +1,4 @@
-import { Rule, measured, countSlack, TIME_SLACK, NEGLIGIBLE, floorRemaining, type RuleConfig } from './common.js';
+import { Rule, measured, lag, countSlack, TIME_SLACK, NEGLIGIBLE, floorRemaining, type RuleConfig } from './common.js';
 
 /** MIN_INTERVAL — Finch's clamp of the interval, in periods, so that two requests in the same instant divide by no zero. */
 const MIN_INTERVAL = 1e-10;
@@ -53,8 +53,7 @@ export class Exponential extends Rule {
     const first = Exponential.average(s[o], (now - s[o + 1]) / this.config.per, 1);
     measured.remaining = first <= this.config.limit + this.slack ? floorRemaining(this.config.limit - first, this.slack) + 1 : 0;
     const floor = this.config.limit * NEGLIGIBLE;
-    const ahead = s[o + 1] - now; // the clock stepped back behind the stored time: the decay only starts there
-    measured.resetAfter = r > floor ? (ahead > 0 ? ahead : 0) + this.config.per * Math.log(r / floor) : 0;
+    measured.resetAfter = r > floor ? lag(s[o + 1], now) + this.config.per * Math.log(r / floor) : 0;
   }
 
   /**

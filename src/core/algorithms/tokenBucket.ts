@@ -1,4 +1,4 @@
-import { Rule, measured, countSlack, TIME_SLACK, floorRemaining, type RuleConfig } from './common.js';
+import { Rule, measured, lag, countSlack, TIME_SLACK, floorRemaining, type RuleConfig } from './common.js';
 
 /**
  * TokenBucket — a bucket of `burst` tokens, refilled continuously at limit/per and starting full; a request takes
@@ -26,15 +26,6 @@ export class TokenBucket extends Rule {
     return d > 0 ? d : 0;
   }
 
-  /**
-   * lag — ms from `now` until the stored update time, when the clock stepped back behind it: the refill only
-   * starts there, so every wait counts from it.
-   */
-  protected lag(s: Float64Array, o: number, now: number): number {
-    const ahead = s[o + 1] - now;
-    return ahead > 0 ? ahead : 0;
-  }
-
   next(s: Float64Array, o: number, now: number, cost: number, n: Float64Array, no: number): boolean {
     const d = this.debt(s, o, now);
     const t = s[o + 1];
@@ -46,7 +37,7 @@ export class TokenBucket extends Rule {
   report(s: Float64Array, o: number, now: number): void {
     const d = this.debt(s, o, now);
     measured.remaining = floorRemaining(this.config.burst - d, this.slack);
-    measured.resetAfter = d > 0 ? this.lag(s, o, now) + d / this.perMs : 0;
+    measured.resetAfter = d > 0 ? lag(s[o + 1], now) + d / this.perMs : 0;
   }
 
   wait(s: Float64Array, o: number, now: number, cost: number): number {
@@ -54,7 +45,7 @@ export class TokenBucket extends Rule {
     const over = this.debt(s, o, now) + cost - burst;
     if (over <= this.slack) return 0;
     if (cost > burst + this.slack) return Infinity;
-    return this.lag(s, o, now) + over / this.perMs;
+    return lag(s[o + 1], now) + over / this.perMs;
   }
 }
 
@@ -69,7 +60,7 @@ export class LeakyBucket extends TokenBucket {
   override next(s: Float64Array, o: number, now: number, cost: number, n: Float64Array, no: number): boolean {
     const ok = super.next(s, o, now, cost, n, no);
     const ahead = n[no] - cost;
-    measured.delay = ahead > 0 ? this.lag(s, o, now) + ahead / this.perMs : 0;
+    measured.delay = ahead > 0 ? lag(s[o + 1], now) + ahead / this.perMs : 0;
     return ok;
   }
 }
