@@ -1,0 +1,212 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { Decision } from '../core/types.js';
+import { RatekeeperError } from '../core/errors.js';
+import { limitField, policyField, seconds } from '../http/headers.js';
+import { BadRequest, requestFromJson, responseToJson } from './rls.js';
+import type { RateLimitService } from './service.js';
+import type { Api, Metrics } from './metrics.js';
+
+/** MAX_BODY — the largest request body read, in bytes (gRPC's default message limit); larger is a 413. */
+export const MAX_BODY = 4 * 1024 * 1024;
+
+/** HttpFrontOptions — what the HTTP listener answers with. */
+export interface HttpFrontOptions {
+  service: RateLimitService;
+  metrics?: Metrics;
+  /** healthy — whether /healthcheck answers 200 now (config loaded, store usable under the failure policy). */
+  healthy: () => boolean;
+  log: (line: string) => void;
+}
+
+/**
+ * HttpFront — the HTTP listener: `POST /json` (envoyproxy/ratelimit's JSON form of ShouldRateLimit), `POST /v1/check`
+ * (the native API), `GET /healthcheck`, `GET /metrics`. Every malformed request is a 4xx naming what is wrong; the
+ * server keeps serving after any request.
+ */
+export class HttpFront {
+  readonly server: Server;
+  /** inFlight — requests being answered (drained on shutdown). */
+  inFlight = 0;
+  port = 0;
+
+  constructor(private readonly options: HttpFrontOptions) {
+    this.server = createServer({ keepAliveTimeout: 65_000 }, (req, res) => this.handle(req, res));
+  }
+
+  private handle(req: IncomingMessage, res: ServerResponse): void {
+    const url = req.url ?? '/';
+    const q = url.indexOf('?');
+    const path = q < 0 ? url : url.slice(0, q);
+    switch (path) {
+      case '/json':
+        if (!this.method(req, res, 'POST')) return;
+        this.body(req, res, 'json', (body) => this.json(body, res));
+        return;
+      case '/v1/check':
+        if (!this.method(req, res, 'POST')) return;
+        this.body(req, res, 'check', (body) => this.check(body, res));
+        return;
+      case '/healthcheck':
+        if (!this.method(req, res, 'GET', 'HEAD')) return;
+        if (this.options.healthy()) send(res, 200, 'text/plain; charset=utf-8', 'OK');
+        else send(res, 500, 'text/plain; charset=utf-8', 'NOT OK');
+        return;
+      case '/metrics': {
+        if (!this.method(req, res, 'GET', 'HEAD')) return;
+        const m = this.options.metrics;
+        if (m === undefined) {
+          fail(res, 404, 'path', 'metrics are off');
+          return;
+        }
+        m.text().then((text) => send(res, 200, m.contentType, text), (e: unknown) => fail(res, 500, 'metrics', String(e)));
+        return;
+      }
+      default:
+        fail(res, 404, 'path', `no such endpoint ${JSON.stringify(path)}: POST /json, POST /v1/check, GET /healthcheck, GET /metrics`);
+    }
+  }
+
+  private method(req: IncomingMessage, res: ServerResponse, ...allowed: string[]): boolean {
+    if (allowed.includes(req.method ?? '')) return true;
+    res.setHeader('Allow', allowed.join(', '));
+    fail(res, 405, 'method', `${req.method} is not allowed here; use ${allowed.join(' or ')}`);
+    req.resume();
+    return false;
+  }
+
+  /** body — reads a JSON body (at most MAX_BODY bytes), then answers with `then`; a bad body is a 4xx. */
+  private body(req: IncomingMessage, res: ServerResponse, api: Api, then: (body: unknown) => Promise<void>): void {
+    this.inFlight++;
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let over = false;
+    const finish = (): void => {
+      this.inFlight--;
+    };
+    req.on('data', (c: Buffer) => {
+      size += c.length;
+      if (size > MAX_BODY) {
+        if (!over) {
+          over = true;
+          this.options.metrics?.badRequest(api);
+          res.setHeader('Connection', 'close');
+          fail(res, 413, 'body', `is larger than ${MAX_BODY} bytes`);
+        }
+        return;
+      }
+      chunks.push(c);
+    });
+    req.on('error', () => {
+      if (!over) finish();
+      over = true;
+    });
+    req.on('end', () => {
+      if (over) {
+        finish();
+        return;
+      }
+      let body: unknown;
+      try {
+        body = JSON.parse(Buffer.concat(chunks, size).toString('utf8'));
+      } catch (e) {
+        this.options.metrics?.badRequest(api);
+        fail(res, 400, 'body', `is not JSON: ${(e as Error).message}`);
+        finish();
+        return;
+      }
+      const done = this.options.metrics?.time(api);
+      then(body).then(
+        () => {
+          done?.(String(res.statusCode));
+          finish();
+        },
+        (e: unknown) => {
+          const bad = e instanceof BadRequest || (e instanceof RatekeeperError && e.code === 'ERR_ARGUMENT');
+          if (bad) {
+            this.options.metrics?.badRequest(api);
+            fail(res, 400, e instanceof BadRequest ? e.field : 'body', e instanceof BadRequest ? e.message : (e as Error).message);
+          } else {
+            this.options.log(`http: ${api} failed: ${(e as Error)?.stack ?? String(e)}`);
+            fail(res, 500, 'server', (e as Error)?.message ?? String(e));
+          }
+          done?.(String(res.statusCode));
+          finish();
+        },
+      );
+    });
+  }
+
+  private async json(body: unknown, res: ServerResponse): Promise<void> {
+    const r = await this.options.service.shouldRateLimit(requestFromJson(body));
+    send(res, r.overall_code === 'OVER_LIMIT' ? 429 : r.overall_code === 'OK' ? 200 : 500, 'application/json', JSON.stringify(responseToJson(r)));
+  }
+
+  private async check(body: unknown, res: ServerResponse): Promise<void> {
+    if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new BadRequest('body', 'must be a JSON object { "policy", "key", "cost"? }');
+    const b = body as Record<string, unknown>;
+    for (const k of Object.keys(b)) if (k !== 'policy' && k !== 'key' && k !== 'cost') throw new BadRequest(k, 'is not a field of a check: { "policy", "key", "cost"? }');
+    if (typeof b.policy !== 'string' || b.policy === '') throw new BadRequest('policy', `must be a non-empty string, got ${JSON.stringify(b.policy)}`);
+    if (typeof b.key !== 'string' || b.key === '') throw new BadRequest('key', `must be a non-empty string, got ${JSON.stringify(b.key)}`);
+    const cost = b.cost === undefined ? 1 : b.cost;
+    if (typeof cost !== 'number' || !Number.isFinite(cost) || cost < 0) throw new BadRequest('cost', `must be a finite number >= 0, got ${JSON.stringify(b.cost)}`);
+    const svc = this.options.service;
+    const d = await svc.check(b.policy, b.key, cost);
+    const p = svc.policy(b.policy);
+    if (p !== undefined) res.setHeader('RateLimit-Policy', policyField(p.limiter.policy.rules, undefined));
+    res.setHeader('RateLimit', limitField(d));
+    if (!d.allowed) {
+      const s = seconds(d.retryAfter);
+      if (s !== undefined) res.setHeader('Retry-After', String(s));
+    }
+    send(res, d.allowed ? 200 : 429, 'application/json', decisionJson(d));
+  }
+
+  /** listen — binds host:port (0: any free port) and resolves with the port. */
+  listen(host: string, port: number): Promise<number> {
+    return new Promise((resolve, reject) => {
+      this.server.once('error', reject);
+      this.server.listen(port, host, () => {
+        this.server.off('error', reject);
+        this.port = (this.server.address() as { port: number }).port;
+        resolve(this.port);
+      });
+    });
+  }
+
+  /** close — stops accepting connections, lets requests in flight finish (forced after `graceMs`), then resolves. */
+  close(graceMs = 10_000): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        this.server.closeAllConnections();
+      }, graceMs);
+      timer.unref();
+      this.server.close(() => {
+        clearTimeout(timer);
+        resolve();
+      });
+      this.server.closeIdleConnections();
+      // a keep-alive connection that finishes its request later is closed then, not kept for the next one
+      this.server.on('request', (_req, res) => res.setHeader('Connection', 'close'));
+      const idle = setInterval(() => this.server.closeIdleConnections(), 50);
+      idle.unref();
+      this.server.once('close', () => clearInterval(idle));
+    });
+  }
+}
+
+/** decisionJson — a Decision as JSON; an infinite wait (a block without end, a cost no rule can ever admit) is null. */
+export function decisionJson(d: Decision): string {
+  return JSON.stringify(d, (_k, v: unknown) => (v === Infinity ? null : v));
+}
+
+function send(res: ServerResponse, status: number, type: string, body: string): void {
+  if (res.headersSent) return;
+  res.statusCode = status;
+  res.setHeader('Content-Type', type);
+  res.setHeader('Content-Length', Buffer.byteLength(body));
+  res.end(body);
+}
+
+function fail(res: ServerResponse, status: number, field: string, message: string): void {
+  send(res, status, 'application/json', JSON.stringify({ error: message.startsWith(`${field}:`) ? message : `${field}: ${message}`, field }));
+}

@@ -1,0 +1,310 @@
+import type { Decision } from '../core/types.js';
+import type { RuleConfig } from '../core/algorithms/common.js';
+import { rules as ruleFactories } from '../core/rules.js';
+import { Limiter, MAX_KEY_LENGTH } from '../limiter.js';
+import { checkAll, type CheckAllItem } from '../multi.js';
+import type { Store } from '../stores/types.js';
+import { limitField, policyField, seconds } from '../http/headers.js';
+import type { LimitSpec, NativePolicy, ServiceConfig } from './config/types.js';
+import { BadRequest, UNIT_MS, duration, type RlsDescriptor, type RlsRequest, type RlsResponse, type RlsStatus, type RlsUnit } from './rls.js';
+import type { Metrics } from './metrics.js';
+
+/** ServiceOptions — what the service decides with. */
+export interface ServiceOptions {
+  /** store — shared by every limit: the memory store (one instance) or a Redis store (a fleet). */
+  store: Store;
+  /** responseHeaders — add the IETF RateLimit-Policy / RateLimit fields (and Retry-After) to RLS responses. @default false */
+  responseHeaders?: boolean;
+  /** shadowMode — every limit decides and reports, but nothing is refused (envoy's global shadow mode). @default false */
+  shadowMode?: boolean;
+  /** denialCache — the library's local cache of refusals, per limit (where it is exact). @default false */
+  denialCache?: boolean;
+  /** metrics — where decisions are counted. */
+  metrics?: Metrics;
+}
+
+/** Runtime — one configured limit or policy, live: its limiter and what its decisions are reported as. */
+interface Runtime {
+  limiter: Limiter;
+  /** fingerprint — the rules' identity: a reload that keeps it keeps the limiter, and so every client's state. */
+  fingerprint: string;
+}
+
+/** MAX_OVERRIDES — request-supplied limits (descriptor.limit) kept as limiters at once; past it the oldest is dropped. */
+const MAX_OVERRIDES = 1024;
+const MAX_UINT32 = 0xffffffff;
+/** NEAR_LIMIT_RATIO — envoy's: a hit past this share of the limit counts as near the limit in the metrics. */
+export const NEAR_LIMIT_RATIO = 0.8;
+
+/** Item — one descriptor to decide. */
+interface Item {
+  index: number;
+  limiter: Limiter;
+  key: string;
+  cost: number;
+  spec: LimitSpec | undefined;
+  report: { name?: string; requests_per_unit: number; unit: RlsUnit };
+  metricKey: string;
+}
+
+/**
+ * RateLimitService — the transport-neutral service: one configuration (swapped whole on reload), one store, a
+ * limiter per configured limit and native policy. `shouldRateLimit` answers Envoy's RLS (gRPC and /json), `check`
+ * the native API (/v1/check). Both decide through the library: no rule logic here.
+ */
+export class RateLimitService {
+  readonly store: Store;
+  private readonly options: ServiceOptions;
+  private cfg: ServiceConfig | undefined;
+  /** limits — by LimitSpec id; policies — by native policy name. Rebuilt on every config, reusing same-fingerprint limiters. */
+  private limits = new Map<string, Runtime>();
+  private policies = new Map<string, Runtime>();
+  /** overrides — limiters for request-supplied limits, by `requests_per_unit/unit`; insertion order is age. */
+  private readonly overrides = new Map<string, Limiter>();
+
+  constructor(options: ServiceOptions) {
+    this.options = options;
+    this.store = options.store;
+  }
+
+  /** config — the configuration in force, or undefined before the first load. */
+  get config(): ServiceConfig | undefined {
+    return this.cfg;
+  }
+
+  /**
+   * setConfig — puts a new configuration in force, at once and whole. A limit or policy whose rules did not change
+   * keeps its limiter, and with it every client's state; the others start fresh.
+   */
+  setConfig(cfg: ServiceConfig): { kept: number; fresh: number } {
+    let kept = 0;
+    let fresh = 0;
+    const limits = new Map<string, Runtime>();
+    for (const spec of cfg.limits) {
+      if (spec.unlimited || spec.rules.length === 0) continue;
+      const old = this.limits.get(spec.id);
+      const fp = `${spec.fingerprint}|${spec.shadowMode}`;
+      if (old !== undefined && old.fingerprint === fp) {
+        limits.set(spec.id, old);
+        kept++;
+      } else {
+        limits.set(spec.id, { limiter: this.make(spec.rules, spec.shadowMode), fingerprint: fp });
+        fresh++;
+      }
+    }
+    const policies = new Map<string, Runtime>();
+    for (const p of cfg.policies.values()) {
+      const old = this.policies.get(p.name);
+      const fp = `${p.fingerprint}|${p.dryRun}`;
+      if (old !== undefined && old.fingerprint === fp) {
+        policies.set(p.name, old);
+        kept++;
+      } else {
+        policies.set(p.name, { limiter: this.make(p.rules, p.dryRun), fingerprint: fp });
+        fresh++;
+      }
+    }
+    this.limits = limits;
+    this.policies = policies;
+    this.cfg = cfg;
+    return { kept, fresh };
+  }
+
+  private make(rules: readonly RuleConfig[], dryRun: boolean): Limiter {
+    return new Limiter({ rules: [...rules], store: this.store, dryRun: dryRun || this.options.shadowMode === true, denialCache: this.options.denialCache === true });
+  }
+
+  /** limiters — every live limiter by a readable name (`domain:<limit id>`, `policy:<name>`), for the operators' view. */
+  *limiters(): Iterable<[string, Limiter]> {
+    for (const [id, r] of this.limits) yield [`limit:${id}`, r.limiter];
+    for (const [name, r] of this.policies) yield [`policy:${name}`, r.limiter];
+  }
+
+  /** policy — a native policy's limiter, or undefined. */
+  policy(name: string): { limiter: Limiter; spec: NativePolicy } | undefined {
+    const r = this.policies.get(name);
+    const spec = this.cfg?.policies.get(name);
+    return r === undefined || spec === undefined ? undefined : { limiter: r.limiter, spec };
+  }
+
+  /**
+   * check — the native API: one request of `key` under the named policy. The store key is namespaced by the policy's
+   * name, so two policies never share a client's state. Throws BadRequest for an unknown policy or a bad key or cost.
+   */
+  async check(policyName: string, key: string, cost: number): Promise<Decision> {
+    const p = this.policies.get(policyName);
+    if (p === undefined) {
+      const names = [...this.policies.keys()];
+      throw new BadRequest('policy', `no policy ${JSON.stringify(policyName)} is configured${names.length ? ` (configured: ${names.slice(0, 20).map((n) => JSON.stringify(n)).join(', ')})` : ''}`);
+    }
+    const d = await p.limiter.check(policyKey(policyName, key), { cost });
+    this.options.metrics?.decision('policy', policyName, d, cost);
+    return d;
+  }
+
+  /** shouldRateLimit — Envoy's ShouldRateLimit: every descriptor of the request decided all-or-nothing. */
+  async shouldRateLimit(req: RlsRequest): Promise<RlsResponse> {
+    const cfg = this.cfg;
+    const domain = req.domain ?? '';
+    if (domain === '') throw new BadRequest('domain', 'must not be empty');
+    const descriptors = req.descriptors ?? [];
+    if (descriptors.length === 0) throw new BadRequest('descriptors', 'must not be empty');
+    const base = req.hits_addend !== undefined && req.hits_addend > 0 ? req.hits_addend : 1;
+    const statuses = new Array<RlsStatus>(descriptors.length);
+    const items: Item[] = [];
+    let replacing: Set<string> | undefined;
+    for (let i = 0; i < descriptors.length; i++) {
+      const d = descriptors[i];
+      const entries = d.entries ?? [];
+      const cost = hits(d, base, i);
+      if (d.limit !== undefined && d.limit !== null) {
+        const item = this.override(domain, d, i, cost);
+        if (item === undefined) statuses[i] = overLimitZero(d);
+        else items.push(item);
+        continue;
+      }
+      const m = cfg?.hasDomain(domain) ? cfg.match(domain, entries) : undefined;
+      if (m === undefined) {
+        statuses[i] = { code: 'OK', limit_remaining: 0 };
+        continue;
+      }
+      const spec = m.limit;
+      if (spec.replaces.length > 0) for (const r of spec.replaces) (replacing ??= new Set()).add(r);
+      if (spec.unlimited) {
+        statuses[i] = { code: 'OK', limit_remaining: MAX_UINT32 };
+        continue;
+      }
+      const rt = this.limits.get(spec.id);
+      if (rt === undefined) {
+        statuses[i] = { code: 'OK', limit_remaining: 0 };
+        continue;
+      }
+      if (m.key.length > MAX_KEY_LENGTH) throw new BadRequest(`descriptors[${i}].entries`, `make a key of ${m.key.length} characters; at most ${MAX_KEY_LENGTH} are accepted`);
+      items.push({ index: i, limiter: rt.limiter, key: m.key, cost, spec, report: reportOf(spec), metricKey: m.metricKey });
+    }
+    let live = items;
+    if (replacing !== undefined) {
+      const r = replacing;
+      live = [];
+      for (const it of items) {
+        if (it.spec?.name !== undefined && r.has(it.spec.name)) statuses[it.index] = { code: 'OK', limit_remaining: 0 };
+        else live.push(it);
+      }
+    }
+    let overall: RlsResponse['overall_code'] = 'OK';
+    for (const s of statuses) if (s !== undefined && s.code === 'OVER_LIMIT') overall = 'OVER_LIMIT';
+    let decisions: Decision[] = [];
+    if (live.length > 0) {
+      decisions = live.length === 1 ? await single(live[0]) : (await checkAll(live.map(toCheck))).decisions;
+      for (let j = 0; j < live.length; j++) {
+        const it = live[j];
+        const dec = decisions[j];
+        const over = !dec.allowed;
+        if (over) overall = 'OVER_LIMIT';
+        statuses[it.index] = {
+          code: over ? 'OVER_LIMIT' : 'OK',
+          current_limit: it.report,
+          limit_remaining: over ? 0 : Math.min(MAX_UINT32, Math.max(0, Math.floor(dec.remaining))),
+          duration_until_reset: duration(over ? finite(dec.retryAfter, dec.resetAfter) : dec.resetAfter),
+        };
+        this.options.metrics?.decision(domain, it.metricKey, dec, it.cost);
+      }
+    }
+    const response: RlsResponse = { overall_code: overall, statuses, response_headers_to_add: [] };
+    if (this.options.responseHeaders === true && live.length > 0) response.response_headers_to_add = headersFor(live, decisions);
+    return response;
+  }
+
+  /** override — the item of a descriptor that carries its own limit, or undefined when that limit is 0 (always over). */
+  private override(domain: string, d: RlsDescriptor, i: number, cost: number): Item | undefined {
+    const o = d.limit!;
+    const rpu = o.requests_per_unit ?? 0;
+    const unit = typeof o.unit === 'number' ? (['UNKNOWN', 'SECOND', 'MINUTE', 'HOUR', 'DAY', 'MONTH', 'YEAR', 'WEEK'] as const)[o.unit] : o.unit;
+    if (unit === undefined || unit === 'UNKNOWN') throw new BadRequest(`descriptors[${i}].limit.unit`, `must be a known unit (SECOND … YEAR, WEEK), got ${JSON.stringify(o.unit ?? 'UNKNOWN')}`);
+    if (!Number.isInteger(rpu) || rpu < 0 || rpu > MAX_UINT32) throw new BadRequest(`descriptors[${i}].limit.requests_per_unit`, `must be an integer from 0 to ${MAX_UINT32}, got ${rpu}`);
+    if (rpu === 0) return undefined;
+    const id = `${rpu}/${unit}`;
+    let lim = this.overrides.get(id);
+    if (lim === undefined) {
+      if (this.overrides.size >= MAX_OVERRIDES) this.overrides.delete(this.overrides.keys().next().value as string);
+      lim = this.make([ruleFactories.fixedWindow({ limit: rpu, per: UNIT_MS[unit], name: id })], false);
+      this.overrides.set(id, lim);
+    }
+    const key = overrideKey(domain, d.entries ?? []);
+    if (key.length > MAX_KEY_LENGTH) throw new BadRequest(`descriptors[${i}].entries`, `make a key of ${key.length} characters; at most ${MAX_KEY_LENGTH} are accepted`);
+    return { index: i, limiter: lim, key, cost, spec: undefined, report: { requests_per_unit: rpu, unit }, metricKey: 'request_override' };
+  }
+}
+
+function toCheck(it: Item): CheckAllItem {
+  return { limiter: it.limiter, key: it.key, cost: it.cost };
+}
+
+async function single(it: Item): Promise<Decision[]> {
+  return [await it.limiter.check(it.key, { cost: it.cost })];
+}
+
+/** hits — a descriptor's cost: its own hits_addend when set and > 0, else the request's (0 or unset: 1). */
+function hits(d: RlsDescriptor, base: number, i: number): number {
+  const h = d.hits_addend;
+  if (h === undefined || h === null) return base;
+  const v = typeof h.value === 'string' ? Number(h.value) : h.value ?? 0;
+  if (!Number.isSafeInteger(v) || v < 0) throw new BadRequest(`descriptors[${i}].hits_addend`, `must be an integer >= 0, got ${JSON.stringify(h.value)}`);
+  return v > 0 ? v : base;
+}
+
+/** reportOf — how a configured limit appears as current_limit. */
+function reportOf(spec: LimitSpec): Item['report'] {
+  const r = spec.report;
+  const out: Item['report'] = { requests_per_unit: r?.requestsPerUnit ?? Math.floor(spec.rules[0].limit), unit: r?.unit ?? 'UNKNOWN' };
+  if (spec.name !== undefined) out.name = spec.name;
+  return out;
+}
+
+/** overLimitZero — a request-supplied limit of 0 requests: always over. */
+function overLimitZero(d: RlsDescriptor): RlsStatus {
+  const o = d.limit!;
+  const unit = (typeof o.unit === 'number' ? (['UNKNOWN', 'SECOND', 'MINUTE', 'HOUR', 'DAY', 'MONTH', 'YEAR', 'WEEK'] as const)[o.unit] : o.unit) ?? 'UNKNOWN';
+  const per = unit === 'UNKNOWN' ? 0 : UNIT_MS[unit];
+  return { code: 'OVER_LIMIT', current_limit: { requests_per_unit: 0, unit }, limit_remaining: 0, duration_until_reset: duration(per - (Date.now() % per || 0)) };
+}
+
+function finite(ms: number, otherwise: number): number {
+  return ms < Infinity ? ms : otherwise < Infinity ? otherwise : 0;
+}
+
+/**
+ * headersFor — the IETF fields for the binding descriptor: when refused, the refusing one with the longest wait;
+ * when admitted, the one with the least remaining. Retry-After with a refusal.
+ */
+function headersFor(items: Item[], decisions: Decision[]): RlsResponse['response_headers_to_add'] {
+  let bind = -1;
+  const refused = decisions.some((d) => !d.allowed);
+  for (let j = 0; j < decisions.length; j++) {
+    const d = decisions[j];
+    if (refused ? !d.allowed && (bind < 0 || d.retryAfter > decisions[bind].retryAfter) : bind < 0 || d.remaining < decisions[bind].remaining) bind = j;
+  }
+  const d = decisions[bind];
+  const rules = items[bind].limiter.policy.rules;
+  const out = [
+    { key: 'RateLimit-Policy', value: policyField(rules, undefined) },
+    { key: 'RateLimit', value: limitField(d) },
+  ];
+  if (refused) {
+    const s = seconds(d.retryAfter);
+    if (s !== undefined) out.push({ key: 'Retry-After', value: String(s) });
+  }
+  return out;
+}
+
+/** policyKey — a native policy's store key for a client: the policy's name and the key, injectively. */
+export function policyKey(policy: string, key: string): string {
+  return `${policy.length}:${policy}:${key}`;
+}
+
+/** overrideKey — the store key of a descriptor with a request-supplied limit: the domain and entries, injectively. */
+function overrideKey(domain: string, entries: readonly { key: string; value: string }[]): string {
+  let s = JSON.stringify(domain);
+  for (const e of entries) s += `,${JSON.stringify(e.key)}=${JSON.stringify(e.value ?? '')}`;
+  return s;
+}
