@@ -46,6 +46,11 @@ export class HttpFront {
         if (!this.method(req, res, 'POST')) return;
         this.body(req, res, 'check', (body) => this.check(body, res));
         return;
+      case '/v1/auth':
+        if (!this.method(req, res, 'GET', 'POST', 'HEAD')) return;
+        req.resume();
+        this.auth(req, res);
+        return;
       case '/healthcheck':
         if (!this.method(req, res, 'GET', 'HEAD')) return;
         if (this.options.healthy()) send(res, 200, 'text/plain; charset=utf-8', 'OK');
@@ -62,7 +67,7 @@ export class HttpFront {
         return;
       }
       default:
-        fail(res, 404, 'path', `no such endpoint ${JSON.stringify(path)}: POST /json, POST /v1/check, GET /healthcheck, GET /metrics`);
+        fail(res, 404, 'path', `no such endpoint ${JSON.stringify(path)}: POST /json, POST /v1/check, GET /v1/auth, GET /healthcheck, GET /metrics`);
     }
   }
 
@@ -121,14 +126,7 @@ export class HttpFront {
           finish();
         },
         (e: unknown) => {
-          const bad = e instanceof BadRequest || (e instanceof RatekeeperError && e.code === 'ERR_ARGUMENT');
-          if (bad) {
-            this.options.metrics?.badRequest(api);
-            fail(res, 400, e instanceof BadRequest ? e.field : 'body', e instanceof BadRequest ? e.message : (e as Error).message);
-          } else {
-            this.options.log(`http: ${api} failed: ${(e as Error)?.stack ?? String(e)}`);
-            fail(res, 500, 'server', (e as Error)?.message ?? String(e));
-          }
+          this.failed(res, api, e);
           done?.(String(res.statusCode));
           finish();
         },
@@ -151,14 +149,63 @@ export class HttpFront {
     if (typeof cost !== 'number' || !Number.isFinite(cost) || cost < 0) throw new BadRequest('cost', `must be a finite number >= 0, got ${JSON.stringify(b.cost)}`);
     const svc = this.options.service;
     const d = await svc.check(b.policy, b.key, cost);
-    const p = svc.policy(b.policy);
+    this.decisionHeaders(res, b.policy, d);
+    send(res, d.allowed ? 200 : 429, 'application/json', decisionJson(d));
+  }
+
+  /**
+   * auth — the native check for a proxy's sub-request (nginx `auth_request`): the policy, key and cost come in the
+   * headers `X-Ratekeeper-Policy`, `X-Ratekeeper-Key` and `X-Ratekeeper-Cost` (no body), and the answer is 200 when
+   * admitted and 403 when refused (what auth_request understands), with the RateLimit fields and Retry-After for the
+   * proxy to copy into its 429.
+   */
+  private auth(req: IncomingMessage, res: ServerResponse): void {
+    this.inFlight++;
+    const done = this.options.metrics?.time('check');
+    const h = req.headers;
+    const one = (name: string): string | undefined => {
+      const v = h[name];
+      return Array.isArray(v) ? v[0] : v;
+    };
+    const run = async (): Promise<void> => {
+      const policy = one('x-ratekeeper-policy');
+      const key = one('x-ratekeeper-key');
+      const costText = one('x-ratekeeper-cost');
+      if (policy === undefined || policy === '') throw new BadRequest('X-Ratekeeper-Policy', 'header is missing');
+      if (key === undefined || key === '') throw new BadRequest('X-Ratekeeper-Key', 'header is missing');
+      const cost = costText === undefined ? 1 : Number(costText);
+      if (!Number.isFinite(cost) || cost < 0 || costText?.trim() === '') throw new BadRequest('X-Ratekeeper-Cost', `must be a finite number >= 0, got ${JSON.stringify(costText)}`);
+      const d = await this.options.service.check(policy, key, cost);
+      this.decisionHeaders(res, policy, d);
+      send(res, d.allowed ? 200 : 403, 'application/json', decisionJson(d));
+    };
+    run().catch((e: unknown) => this.failed(res, 'check', e)).finally(() => {
+      done?.(String(res.statusCode));
+      this.inFlight--;
+    });
+  }
+
+  /** decisionHeaders — RateLimit-Policy, RateLimit and (when refused) Retry-After for a native decision. */
+  private decisionHeaders(res: ServerResponse, policy: string, d: Decision): void {
+    const p = this.options.service.policy(policy);
     if (p !== undefined) res.setHeader('RateLimit-Policy', policyField(p.limiter.policy.rules, undefined));
     res.setHeader('RateLimit', limitField(d));
     if (!d.allowed) {
       const s = seconds(d.retryAfter);
       if (s !== undefined) res.setHeader('Retry-After', String(s));
     }
-    send(res, d.allowed ? 200 : 429, 'application/json', decisionJson(d));
+  }
+
+  /** failed — a call that threw: a 400 naming the field for bad input, else a 500 (logged). */
+  private failed(res: ServerResponse, api: Api, e: unknown): void {
+    const bad = e instanceof BadRequest || (e instanceof RatekeeperError && e.code === 'ERR_ARGUMENT');
+    if (bad) {
+      this.options.metrics?.badRequest(api);
+      fail(res, 400, e instanceof BadRequest ? e.field : 'body', (e as Error).message);
+    } else {
+      this.options.log(`http: ${api} failed: ${(e as Error)?.stack ?? String(e)}`);
+      fail(res, 500, 'server', (e as Error)?.message ?? String(e));
+    }
   }
 
   /** listen — binds host:port (0: any free port) and resolves with the port. */
