@@ -21,6 +21,11 @@ export interface ServiceOptions {
   denialCache?: boolean;
   /** metrics — where decisions are counted. */
   metrics?: Metrics;
+  /**
+   * clock — when given, every decision is made at its `now()` (ms) instead of the store's clock (Redis TIME, or the
+   * limiter's): tests and replays. @default the store's clock
+   */
+  clock?: { now(): number };
 }
 
 /** Runtime — one configured limit or policy, live: its limiter and what its decisions are reported as. */
@@ -137,7 +142,8 @@ export class RateLimitService {
       const names = [...this.policies.keys()];
       throw new BadRequest('policy', `no policy ${JSON.stringify(policyName)} is configured${names.length ? ` (configured: ${names.slice(0, 20).map((n) => JSON.stringify(n)).join(', ')})` : ''}`);
     }
-    const d = await p.limiter.check(policyKey(policyName, key), { cost });
+    const clock = this.options.clock;
+    const d = await p.limiter.check(policyKey(policyName, key), clock === undefined ? { cost } : { cost, now: clock.now() });
     this.options.metrics?.decision('policy', policyName, d, cost);
     return d;
   }
@@ -159,7 +165,7 @@ export class RateLimitService {
       const cost = hits(d, base, i);
       if (d.limit !== undefined && d.limit !== null) {
         const item = this.override(domain, d, i, cost);
-        if (item === undefined) statuses[i] = overLimitZero(d);
+        if (item === undefined) statuses[i] = overLimitZero(d, this.options.clock?.now() ?? Date.now());
         else items.push(item);
         continue;
       }
@@ -195,7 +201,10 @@ export class RateLimitService {
     for (const s of statuses) if (s !== undefined && s.code === 'OVER_LIMIT') overall = 'OVER_LIMIT';
     let decisions: Decision[] = [];
     if (live.length > 0) {
-      decisions = live.length === 1 ? await single(live[0]) : (await checkAll(live.map(toCheck))).decisions;
+      const now = this.options.clock?.now();
+      decisions = live.length === 1
+        ? [await live[0].limiter.check(live[0].key, now === undefined ? { cost: live[0].cost } : { cost: live[0].cost, now })]
+        : (await checkAll(live.map(toCheck), now === undefined ? undefined : { now })).decisions;
       for (let j = 0; j < live.length; j++) {
         const it = live[j];
         const dec = decisions[j];
@@ -240,10 +249,6 @@ function toCheck(it: Item): CheckAllItem {
   return { limiter: it.limiter, key: it.key, cost: it.cost };
 }
 
-async function single(it: Item): Promise<Decision[]> {
-  return [await it.limiter.check(it.key, { cost: it.cost })];
-}
-
 /** hits — a descriptor's cost: its own hits_addend when set and > 0, else the request's (0 or unset: 1). */
 function hits(d: RlsDescriptor, base: number, i: number): number {
   const h = d.hits_addend;
@@ -262,11 +267,11 @@ function reportOf(spec: LimitSpec): Item['report'] {
 }
 
 /** overLimitZero — a request-supplied limit of 0 requests: always over. */
-function overLimitZero(d: RlsDescriptor): RlsStatus {
+function overLimitZero(d: RlsDescriptor, now: number): RlsStatus {
   const o = d.limit!;
   const unit = (typeof o.unit === 'number' ? (['UNKNOWN', 'SECOND', 'MINUTE', 'HOUR', 'DAY', 'MONTH', 'YEAR', 'WEEK'] as const)[o.unit] : o.unit) ?? 'UNKNOWN';
   const per = unit === 'UNKNOWN' ? 0 : UNIT_MS[unit];
-  return { code: 'OVER_LIMIT', current_limit: { requests_per_unit: 0, unit }, limit_remaining: 0, duration_until_reset: duration(per - (Date.now() % per || 0)) };
+  return { code: 'OVER_LIMIT', current_limit: { requests_per_unit: 0, unit }, limit_remaining: 0, duration_until_reset: duration(per - (now % per)) };
 }
 
 function finite(ms: number, otherwise: number): number {
