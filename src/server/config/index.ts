@@ -1,10 +1,7 @@
-// TEMPORARY stand-in for the config helper's module (replaced at merge).
-import type { ServiceConfig } from './types.js';
-export type * from './types.js';
-export async function loadConfig(path: string): Promise<ServiceConfig> {
-  throw new Error(`config loader not merged yet (${path})`);
-}
-export async function configCheck(path: string, out: (line: string) => void): Promise<number> {
-  out(`config loader not merged yet (${path})`);
-  return 1;
-}
+/** The service's configuration: envoyproxy/ratelimit's YAML and ratekeeper's policies → limits, a matcher, policies. */
+export type { EnvoyUnit, LimitSpec, Match, NativePolicy, RequestOverride, ServiceConfig, LoadOptions } from './types.js';
+export { ConfigError, formatIssue, type ConfigIssue } from './errors.js';
+export { loadConfig, parseConfig } from './load.js';
+export { descriptorKey } from './key.js';
+export { configCheck } from './check.js';
+export { ENVOY_UNITS, UNIT_MS, reportOf } from './units.js';
