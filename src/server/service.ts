@@ -1,11 +1,10 @@
 import type { Decision } from '../core/types.js';
 import type { RuleConfig } from '../core/algorithms/common.js';
-import { rules as ruleFactories } from '../core/rules.js';
 import { Limiter, MAX_KEY_LENGTH } from '../limiter.js';
 import { checkAll, type CheckAllItem } from '../multi.js';
 import type { Store } from '../stores/types.js';
 import { limitField, policyField, seconds } from '../http/headers.js';
-import type { LimitSpec, NativePolicy, ServiceConfig } from './config/types.js';
+import type { LimitSpec, Match, NativePolicy, RequestOverride, ServiceConfig } from './config/types.js';
 import { BadRequest, UNIT_MS, duration, type RlsDescriptor, type RlsRequest, type RlsResponse, type RlsStatus, type RlsUnit } from './rls.js';
 import type { Metrics } from './metrics.js';
 
@@ -64,8 +63,8 @@ export class RateLimitService {
   /** limits — by LimitSpec id; policies — by native policy name. Rebuilt on every config, reusing same-fingerprint limiters. */
   private limits = new Map<string, Runtime>();
   private policies = new Map<string, Runtime>();
-  /** overrides — limiters for request-supplied limits, by `requests_per_unit/unit`; insertion order is age. */
-  private readonly overrides = new Map<string, Limiter>();
+  /** overrides — limiters for request-supplied limits, by their LimitSpec id; insertion order is age, at most MAX_OVERRIDES. */
+  private readonly overrides = new Map<string, Runtime>();
 
   constructor(options: ServiceOptions) {
     this.options = options;
@@ -159,17 +158,17 @@ export class RateLimitService {
     const statuses = new Array<RlsStatus>(descriptors.length);
     const items: Item[] = [];
     let replacing: Set<string> | undefined;
+    const denied: { index: number; name: string | undefined }[] = [];
     for (let i = 0; i < descriptors.length; i++) {
       const d = descriptors[i];
       const entries = d.entries ?? [];
       const cost = hits(d, base, i);
+      let m: Match | undefined;
       if (d.limit !== undefined && d.limit !== null) {
-        const item = this.override(domain, d, i, cost);
-        if (item === undefined) statuses[i] = overLimitZero(d, this.options.clock?.now() ?? Date.now());
-        else items.push(item);
-        continue;
+        if (cfg?.hasDomain(domain)) m = cfg.override(domain, entries, overrideOf(d, i));
+      } else if (cfg?.hasDomain(domain)) {
+        m = cfg.match(domain, entries);
       }
-      const m = cfg?.hasDomain(domain) ? cfg.match(domain, entries) : undefined;
       if (m === undefined) {
         statuses[i] = { code: 'OK', limit_remaining: 0 };
         continue;
@@ -180,7 +179,13 @@ export class RateLimitService {
         statuses[i] = { code: 'OK', limit_remaining: MAX_UINT32 };
         continue;
       }
-      const rt = this.limits.get(spec.id);
+      if (spec.denyAll) {
+        // requests_per_unit 0: every hit is over (envoy's "black list"); not charged, so nothing to decide
+        statuses[i] = { code: spec.shadowMode ? 'OK' : 'OVER_LIMIT', current_limit: reportOf(spec), limit_remaining: 0, duration_until_reset: duration(windowLeft(spec, this.options.clock?.now() ?? Date.now())) };
+        denied.push({ index: i, name: spec.name });
+        continue;
+      }
+      const rt = d.limit !== undefined && d.limit !== null ? this.overrideRuntime(spec) : this.limits.get(spec.id);
       if (rt === undefined) {
         statuses[i] = { code: 'OK', limit_remaining: 0 };
         continue;
@@ -197,10 +202,19 @@ export class RateLimitService {
         else live.push(it);
       }
     }
+    for (const x of denied) if (x.name !== undefined && replacing?.has(x.name)) statuses[x.index] = { code: 'OK', limit_remaining: 0 };
     let overall: RlsResponse['overall_code'] = 'OK';
     for (const s of statuses) if (s !== undefined && s.code === 'OVER_LIMIT') overall = 'OVER_LIMIT';
     let decisions: Decision[] = [];
-    if (live.length > 0) {
+    if (live.length > 0 && overall === 'OVER_LIMIT') {
+      // refused already (a requests_per_unit: 0 limit): the others are looked at, not charged
+      const now = this.options.clock?.now();
+      decisions = (await checkAll(live.map((it) => ({ limiter: it.limiter, key: it.key, cost: 0 })), now === undefined ? undefined : { now })).decisions;
+      for (let j = 0; j < live.length; j++) {
+        const it = live[j];
+        statuses[it.index] = { code: 'OK', current_limit: it.report, limit_remaining: Math.min(MAX_UINT32, Math.max(0, Math.floor(decisions[j].remaining))), duration_until_reset: duration(decisions[j].resetAfter) };
+      }
+    } else if (live.length > 0) {
       const now = this.options.clock?.now();
       decisions = live.length === 1
         ? [await live[0].limiter.check(live[0].key, now === undefined ? { cost: live[0].cost } : { cost: live[0].cost, now })]
@@ -224,24 +238,15 @@ export class RateLimitService {
     return response;
   }
 
-  /** override — the item of a descriptor that carries its own limit, or undefined when that limit is 0 (always over). */
-  private override(domain: string, d: RlsDescriptor, i: number, cost: number): Item | undefined {
-    const o = d.limit!;
-    const rpu = o.requests_per_unit ?? 0;
-    const unit = typeof o.unit === 'number' ? (['UNKNOWN', 'SECOND', 'MINUTE', 'HOUR', 'DAY', 'MONTH', 'YEAR', 'WEEK'] as const)[o.unit] : o.unit;
-    if (unit === undefined || unit === 'UNKNOWN') throw new BadRequest(`descriptors[${i}].limit.unit`, `must be a known unit (SECOND … YEAR, WEEK), got ${JSON.stringify(o.unit ?? 'UNKNOWN')}`);
-    if (!Number.isInteger(rpu) || rpu < 0 || rpu > MAX_UINT32) throw new BadRequest(`descriptors[${i}].limit.requests_per_unit`, `must be an integer from 0 to ${MAX_UINT32}, got ${rpu}`);
-    if (rpu === 0) return undefined;
-    const id = `${rpu}/${unit}`;
-    let lim = this.overrides.get(id);
-    if (lim === undefined) {
+  /** overrideRuntime — the limiter of a request-supplied limit (shared by every descriptor with the same limit). */
+  private overrideRuntime(spec: LimitSpec): Runtime {
+    let rt = this.overrides.get(spec.id);
+    if (rt === undefined || rt.fingerprint !== spec.fingerprint) {
       if (this.overrides.size >= MAX_OVERRIDES) this.overrides.delete(this.overrides.keys().next().value as string);
-      lim = this.make([ruleFactories.fixedWindow({ limit: rpu, per: UNIT_MS[unit], name: id })], false);
-      this.overrides.set(id, lim);
+      rt = { limiter: this.make(spec.rules, false), fingerprint: spec.fingerprint };
+      this.overrides.set(spec.id, rt);
     }
-    const key = overrideKey(domain, d.entries ?? []);
-    if (key.length > MAX_KEY_LENGTH) throw new BadRequest(`descriptors[${i}].entries`, `make a key of ${key.length} characters; at most ${MAX_KEY_LENGTH} are accepted`);
-    return { index: i, limiter: lim, key, cost, spec: undefined, report: { requests_per_unit: rpu, unit }, metricKey: 'request_override' };
+    return rt;
   }
 }
 
@@ -266,12 +271,22 @@ function reportOf(spec: LimitSpec): Item['report'] {
   return out;
 }
 
-/** overLimitZero — a request-supplied limit of 0 requests: always over. */
-function overLimitZero(d: RlsDescriptor, now: number): RlsStatus {
+/** overrideOf — a descriptor's own limit as the config's matcher takes it. */
+function overrideOf(d: RlsDescriptor, i: number): RequestOverride {
   const o = d.limit!;
-  const unit = (typeof o.unit === 'number' ? (['UNKNOWN', 'SECOND', 'MINUTE', 'HOUR', 'DAY', 'MONTH', 'YEAR', 'WEEK'] as const)[o.unit] : o.unit) ?? 'UNKNOWN';
-  const per = unit === 'UNKNOWN' ? 0 : UNIT_MS[unit];
-  return { code: 'OVER_LIMIT', current_limit: { requests_per_unit: 0, unit }, limit_remaining: 0, duration_until_reset: duration(per - (now % per)) };
+  const rpu = o.requests_per_unit ?? 0;
+  if (!Number.isInteger(rpu) || rpu < 0 || rpu > MAX_UINT32) throw new BadRequest(`descriptors[${i}].limit.requests_per_unit`, `must be an integer from 0 to ${MAX_UINT32}, got ${rpu}`);
+  const unit = o.unit ?? 'UNKNOWN';
+  if (unit === 'UNKNOWN' || unit === 0) throw new BadRequest(`descriptors[${i}].limit.unit`, `must be a known unit (SECOND … YEAR, WEEK), got ${JSON.stringify(unit)}`);
+  return { requestsPerUnit: rpu, unit };
+}
+
+/** windowLeft — ms until the end of the current window of a limit reported in a unit (a fixed window's reset). */
+function windowLeft(spec: LimitSpec, now: number): number {
+  const unit = spec.report?.unit;
+  if (unit === undefined || unit === 'UNKNOWN') return 0;
+  const per = UNIT_MS[unit];
+  return per - (now % per);
 }
 
 function finite(ms: number, otherwise: number): number {
@@ -305,11 +320,4 @@ function headersFor(items: Item[], decisions: Decision[]): RlsResponse['response
 /** policyKey — a native policy's store key for a client: the policy's name and the key, injectively. */
 export function policyKey(policy: string, key: string): string {
   return `${policy.length}:${policy}:${key}`;
-}
-
-/** overrideKey — the store key of a descriptor with a request-supplied limit: the domain and entries, injectively. */
-function overrideKey(domain: string, entries: readonly { key: string; value: string }[]): string {
-  let s = JSON.stringify(domain);
-  for (const e of entries) s += `,${JSON.stringify(e.key)}=${JSON.stringify(e.value ?? '')}`;
-  return s;
 }

@@ -168,10 +168,10 @@ descriptors:
     rows: [
       { at: 0, descriptors: [[['internal', 'x']]], overall: 'OK', statuses: [['OK', 4294967295]] },
       { at: 0, hits: 4, descriptors: [[['user', 'u']]], overall: 'OK', statuses: [['OK', 6, 60]] },
-      { at: 1, hits: 4, descriptors: [{ entries: [['user', 'u']], hits: 5 }], overall: 'OK', statuses: [['OK', 1, 60]] },
+      { at: 1, hits: 4, descriptors: [{ entries: [['user', 'u']], hits: 5 }], overall: 'OK', statuses: [['OK', 1, 59.999]] },
       // 2 more do not fit: refused, and (leaky, the default) not counted: 1 still fits
-      { at: 2, descriptors: [{ entries: [['user', 'u']], hits: 2 }], overall: 'OVER_LIMIT', statuses: [['OVER_LIMIT', 0, 60]] },
-      { at: 3, descriptors: [[['user', 'u']]], overall: 'OK', statuses: [['OK', 0, 60]] },
+      { at: 2, descriptors: [{ entries: [['user', 'u']], hits: 2 }], overall: 'OVER_LIMIT', statuses: [['OVER_LIMIT', 0, 59.998]] },
+      { at: 3, descriptors: [[['user', 'u']]], overall: 'OK', statuses: [['OK', 0, 59.997]] },
       // the request's own limit: 1 per second for this descriptor, whatever the configuration says
       { at: 1000, descriptors: [{ entries: [['user', 'v']], limit: [1, 'SECOND'] }], overall: 'OK', statuses: [['OK', 0, 1]] },
       { at: 1500, descriptors: [{ entries: [['user', 'v']], limit: [1, 'SECOND'] }], overall: 'OVER_LIMIT', statuses: [['OVER_LIMIT', 0, 0.5]] },
