@@ -143,3 +143,20 @@ test('misuse is an ERR_ARGUMENT naming what is wrong', async () => {
   assert.equal(checkAllSync([{ limiter: mem, key: 'k' }]).allowed, true);
   await assert.rejects(a.refund('k', { cost: Number.POSITIVE_INFINITY }), { code: 'ERR_ARGUMENT' });
 });
+
+test('a compound of many large policies stays within Lua\'s 200 locals per function', async () => {
+  const store = new RedisStore({ client: redis.client, prefix: uniquePrefix('big') });
+  const algorithms = ['fixedWindow', 'slidingWindow', 'slidingLog', 'tokenBucket', 'leakyBucket', 'gcra', 'earrrl', 'exponential'] as const;
+  const lims = Array.from({ length: 6 }, (_, p) => limiter({
+    store,
+    rules: Array.from({ length: 16 }, (_, i) => {
+      const a = algorithms[(i + p) % algorithms.length];
+      const o = { limit: 100 + i, per: 60_000 + p, name: `r${i}` };
+      return a === 'earrrl' ? rules.earrrl({ ...o, halfLife: 10_000 }) : rules[a](o);
+    }),
+  }));
+  const r = await checkAll(lims.map((l, i) => ({ limiter: l, key: `k${i}` })), { now: T });
+  assert.equal(store.failures, 0, String(store.lastError));
+  assert.equal(r.allowed, true);
+  assert.equal(r.decisions.length, 6);
+});
