@@ -2,8 +2,8 @@ import type { Decision, Override, RuleOutcome } from '../../core/types.js';
 import { Outcome, type Policy } from '../../core/policy.js';
 import { RatekeeperError, show } from '../../core/errors.js';
 import { MemoryStore, type MemoryTable } from '../memory.js';
-import type { BoundStore, OverrideRequest, Store } from '../types.js';
-import { Script, hasDelay, hasRate, opScript, policyId, policyScript } from './scripts.js';
+import type { BoundStore, OverrideRequest, Part, Store } from '../types.js';
+import { Script, compoundScript, hasDelay, hasRate, opScript, policyId, policyScript, refundScript } from './scripts.js';
 
 /**
  * RedisClient — what the store needs of a client: ioredis's `Redis` and `Cluster` both fit. `status` is read to
@@ -204,6 +204,72 @@ export class RedisStore implements Store {
     return new RedisBound(this, policy);
   }
 
+  /** compounds — compound scripts by the tuple of their parts' policies (RedisBound.tupleId, joined); at most MAX_COMPOUNDS, oldest dropped first. */
+  private readonly compounds = new Map<string, Script>();
+
+  /** compound — the compound script of these parts' policies, compiled once per tuple. */
+  compound(bounds: readonly RedisBound[]): Script {
+    let id = bounds[0].tupleId;
+    for (let i = 1; i < bounds.length; i++) id += ',' + bounds[i].tupleId;
+    let script = this.compounds.get(id);
+    if (script === undefined) {
+      script = compoundScript(bounds.map((b) => b.policy));
+      if (this.compounds.size >= MAX_COMPOUNDS) this.compounds.delete(this.compounds.keys().next().value as string);
+      this.compounds.set(id, script);
+    }
+    return script;
+  }
+
+  /**
+   * evaluateAll — the parts decided all-or-nothing in one round trip: one script (compound) deciding every part on
+   * its stored state, then charging all or none, within the store's timeout and pending bound; the failure policy
+   * answers every part when Redis does not. Undefined (checkAll then decides and refunds) on a Cluster when the
+   * parts' keys are in several slots, and when two parts share one Redis key (two limiters of the same rules).
+   */
+  evaluateAll(parts: readonly Part[], now: number | undefined): Promise<Decision[]> | undefined {
+    const n = parts.length;
+    const bounds = new Array<RedisBound>(n);
+    const keys = new Array<string>(n);
+    const args = new Array<string>(n + 1);
+    args[0] = now === undefined ? '' : String(now);
+    for (let i = 0; i < n; i++) {
+      const b = parts[i].bound as RedisBound;
+      bounds[i] = b;
+      keys[i] = b.redisKey(parts[i].key);
+      args[i + 1] = String(parts[i].cost);
+    }
+    if (n > 1) {
+      if (new Set(keys).size < n) return undefined;
+      if ((this.client as { isCluster?: boolean }).isCluster === true && !oneSlot(parts)) return undefined;
+    }
+    const script = this.compound(bounds);
+    this.cork();
+    return this.run(script, keys, args, true).then(
+      (reply) => {
+        const list = reply as Buffer[];
+        try {
+          return list.map((r, i) => bounds[i].decision(r));
+        } catch (e) {
+          return this.failedAll(new StoreUnavailableError(`unreadable reply: ${e instanceof Error ? e.message : String(e)}`, e), parts, now);
+        }
+      },
+      (e: unknown) => this.failedAll(e, parts, now),
+    );
+  }
+
+  /** failedAll — the failure policy's answer for a compound request Redis did not decide: all-or-nothing on the local store for 'memory'. */
+  failedAll(e: unknown, parts: readonly Part[], now: number | undefined): Decision[] {
+    this.noteFailure(e);
+    const fallback = this.fallback;
+    if (fallback !== undefined) {
+      const local = parts.map((p): Part => ({ bound: (p.bound as RedisBound).fallbackTable as MemoryTable, key: p.key, cost: p.cost }));
+      const decisions = fallback.evaluateAll(local, now ?? (parts[0].bound as RedisBound).localNow());
+      for (const d of decisions) d.fallback = true;
+      return decisions;
+    }
+    return parts.map((p) => (p.bound as RedisBound).unavailable());
+  }
+
   /** close — stops the timeout timer and forgets the fallback's state; the client is the caller's to close. */
   close(): void {
     if (this.timer !== undefined) clearTimeout(this.timer);
@@ -379,7 +445,11 @@ export class RedisBound implements BoundStore {
   readonly ownClock = true;
   readonly id: string;
   readonly script: Script;
-  private readonly fallback: MemoryTable | undefined;
+  /** tupleId — names this bound's part of a compound script: the state layout and whether it is dry-run. */
+  readonly tupleId: string;
+  /** fallbackTable — the policy's table in the 'memory' fallback store. */
+  readonly fallbackTable: MemoryTable | undefined;
+  private refunder: Script | undefined;
   /** lastLocal — the fallback's clock, never stepping back. */
   private lastLocal = -Infinity;
   /** keyHead, keyTail — what surrounds the encoded client key in its Redis key: `<prefix>{` and `}:<policy id>`. */
@@ -391,7 +461,8 @@ export class RedisBound implements BoundStore {
   constructor(readonly store: RedisStore, readonly policy: Policy) {
     this.id = policyId(policy);
     this.script = policyScript(policy);
-    this.fallback = store.fallback?.attach(policy);
+    this.tupleId = policy.dryRun ? `${this.id}~dry` : this.id;
+    this.fallbackTable = store.fallback?.attach(policy);
     this.keyHead = `${store.prefix}{`;
     this.keyTail = `}:${this.id}`;
     this.measures = new Uint8Array(policy.rules.map((r) => (hasRate(r.algorithm) ? 1 : hasDelay(r.algorithm) ? 2 : 0)));
@@ -435,6 +506,20 @@ export class RedisBound implements BoundStore {
     return this.store.reset(this.redisKey(key)).then(() => undefined);
   }
 
+  /** refund — one round trip of the policy's refund script (lua/policy.lua, `refund`); rejects when Redis does not answer. */
+  refund(key: string, cost: number, now: number | undefined, leakyOnly: boolean): Promise<Decision> {
+    this.refunder ??= refundScript(this.policy);
+    const args = [now === undefined ? '' : String(now), String(cost), leakyOnly ? '1' : '0'];
+    return this.store.run(this.refunder, [this.redisKey(key)], args, true).then((reply) => this.decision(reply as Buffer));
+  }
+
+  /** localNow — the fallback's clock, never stepping back. */
+  localNow(): number {
+    const local = Date.now();
+    if (local > this.lastLocal) this.lastLocal = local;
+    return this.lastLocal;
+  }
+
   /**
    * decision — the Decision from the script's reply (doubles, see the header of policy.lua: the outcome, then per rule
    * admits, remaining, retryAfter, resetAfter and its rate or delay if it measures one), built by the policy's shared code.
@@ -465,17 +550,16 @@ export class RedisBound implements BoundStore {
   /** failed — the failure policy's answer for a check Redis did not decide. */
   failed(e: unknown, key: string, cost: number, now: number | undefined): Decision {
     this.store.noteFailure(e);
-    if (this.fallback !== undefined) {
-      let t = now;
-      if (t === undefined) {
-        const local = Date.now();
-        if (local > this.lastLocal) this.lastLocal = local;
-        t = this.lastLocal;
-      }
-      const d = this.fallback.evaluate(key, cost, t);
+    if (this.fallbackTable !== undefined) {
+      const d = this.fallbackTable.evaluate(key, cost, now ?? this.localNow());
       d.fallback = true;
       return d;
     }
+    return this.unavailable();
+  }
+
+  /** unavailable — the decision of onError 'deny' or 'allow' (reason 'store-unavailable'). */
+  unavailable(): Decision {
     const allowed = this.store.onError === 'allow';
     const rules: RuleOutcome[] = this.policy.rules.map((c) => ({
       name: c.name, algorithm: c.algorithm, allowed, limit: c.limit, remaining: 0,
@@ -486,6 +570,43 @@ export class RedisBound implements BoundStore {
       retryAfter: allowed ? 0 : UNAVAILABLE_RETRY, resetAfter: 0, rules,
     };
   }
+}
+
+/** MAX_COMPOUNDS — the most compound scripts a store keeps compiled (one per tuple of policies seen). */
+const MAX_COMPOUNDS = 256;
+
+/**
+ * oneSlot — whether the parts' Redis keys hash to one Cluster slot: their hash tags are the encoded client keys,
+ * so the same client key is one slot, and different ones are compared by CRC16 (XMODEM) mod 16384.
+ */
+function oneSlot(parts: readonly Part[]): boolean {
+  const first = encodeKey(parts[0].key);
+  let slot = -1;
+  for (let i = 1; i < parts.length; i++) {
+    const k = encodeKey(parts[i].key);
+    if (k === first) continue;
+    if (slot < 0) slot = keySlot(first);
+    if (keySlot(k) !== slot) return false;
+  }
+  return true;
+}
+
+/** CRC16_TABLE — CRC16-CCITT (XMODEM: polynomial 0x1021, initial 0), the checksum Redis Cluster hashes keys with. */
+const CRC16_TABLE = ((): Uint16Array => {
+  const t = new Uint16Array(256);
+  for (let b = 0; b < 256; b++) {
+    let c = b << 8;
+    for (let k = 0; k < 8; k++) c = c & 0x8000 ? ((c << 1) ^ 0x1021) & 0xffff : (c << 1) & 0xffff;
+    t[b] = c;
+  }
+  return t;
+})();
+
+/** keySlot — the Cluster slot of a hash tag (its UTF-8 bytes). */
+export function keySlot(tag: string): number {
+  let crc = 0;
+  for (const byte of Buffer.from(tag, 'utf8')) crc = ((crc << 8) & 0xffff) ^ CRC16_TABLE[((crc >> 8) ^ byte) & 0xff];
+  return crc % 16384;
 }
 
 /** UNAVAILABLE_RETRY — the retryAfter of a fail-closed decision, ms: a hint to come back soon, not a promise. */

@@ -141,3 +141,34 @@ else
   $WAIT = unpack('<d', L, LB + 9 + 16 * k) + $PER - now
 end
 if used > 0 then $RESET = lnewest + $PER - now else $RESET = 0 end
+
+--@@ refund
+-- gives back cost: removes the newest entries worth it (the newest remaining one keeps what is left of it), as
+-- Log.refund does; never below an empty log
+if ln > 0 and cost > 0 then
+  local target = ltotal - cost
+  local eps = (abs(ltotal) + cost) * 1e-12
+  -- lo: the oldest entry whose running total is over the target
+  local lo, hi = 0, ln
+  while lo < hi do
+    local mid = floor((lo + hi) / 2)
+    if unpack('<d', L, LB + 17 + 16 * mid) > target + eps then hi = mid else lo = mid + 1 end
+  end
+  local before
+  @cum(before, lo - 1)
+  local kept = sub(L, LB + 9, LB + 8 + 16 * lo)
+  if before >= target - eps then
+    L = pack('<d', lbase) .. kept
+    ln = lo
+  else
+    local tk = unpack('<d', L, LB + 9 + 16 * lo)
+    L = pack('<d', lbase) .. kept .. pack('<dd', tk, target)
+    ln = lo + 1
+  end
+  LB, lcharged = 0, true
+  if ln == 0 then
+    L, lbase, ltotal, lnewest = pack('<d', 0), 0, 0, -INF
+  else
+    lnewest, ltotal = unpack('<dd', L, 9 + 16 * (ln - 1))
+  end
+end
