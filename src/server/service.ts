@@ -1,7 +1,8 @@
 import type { Decision } from '../core/types.js';
 import type { RuleConfig } from '../core/algorithms/common.js';
 import { Limiter, MAX_KEY_LENGTH } from '../limiter.js';
-import { checkAll, type CheckAllItem } from '../multi.js';
+import { checkAll, checkAllSync, type CheckAllItem } from '../multi.js';
+import { MemoryStore } from '../stores/memory.js';
 import type { Store } from '../stores/types.js';
 import { limitField, policyField, seconds } from '../http/headers.js';
 import type { LimitSpec, Match, NativePolicy, RequestOverride, ServiceConfig } from './config/types.js';
@@ -40,6 +41,19 @@ const MAX_UINT32 = 0xffffffff;
 /** NEAR_LIMIT_RATIO — envoy's: a hit past this share of the limit counts as near the limit in the metrics. */
 export const NEAR_LIMIT_RATIO = 0.8;
 
+/** Plan — a request's descriptors: the statuses answered already, and the items still to decide. */
+interface Plan {
+  domain: string;
+  statuses: RlsStatus[];
+  live: Item[];
+  /** refused — a descriptor refused it already (a deny-all limit): the live items are only looked at. */
+  refused: boolean;
+}
+
+function remainingOf(d: Decision): number {
+  return Math.min(MAX_UINT32, Math.max(0, Math.floor(d.remaining)));
+}
+
 /** Item — one descriptor to decide. */
 interface Item {
   index: number;
@@ -66,9 +80,13 @@ export class RateLimitService {
   /** overrides — limiters for request-supplied limits, by their LimitSpec id; insertion order is age, at most MAX_OVERRIDES. */
   private readonly overrides = new Map<string, Runtime>();
 
+  /** sync — the store answers synchronously (the memory store): decisions are made without a promise per descriptor. */
+  private readonly sync: boolean;
+
   constructor(options: ServiceOptions) {
     this.options = options;
     this.store = options.store;
+    this.sync = options.store instanceof MemoryStore;
   }
 
   /** config — the configuration in force, or undefined before the first load. */
@@ -135,20 +153,49 @@ export class RateLimitService {
    * check — the native API: one request of `key` under the named policy. The store key is namespaced by the policy's
    * name, so two policies never share a client's state. Throws BadRequest for an unknown policy or a bad key or cost.
    */
-  async check(policyName: string, key: string, cost: number): Promise<Decision> {
+  check(policyName: string, key: string, cost: number): Promise<Decision> {
     const p = this.policies.get(policyName);
     if (p === undefined) {
       const names = [...this.policies.keys()];
-      throw new BadRequest('policy', `no policy ${JSON.stringify(policyName)} is configured${names.length ? ` (configured: ${names.slice(0, 20).map((n) => JSON.stringify(n)).join(', ')})` : ''}`);
+      return Promise.reject(new BadRequest('policy', `no policy ${JSON.stringify(policyName)} is configured${names.length ? ` (configured: ${names.slice(0, 20).map((n) => JSON.stringify(n)).join(', ')})` : ''}`));
     }
     const clock = this.options.clock;
-    const d = await p.limiter.check(policyKey(policyName, key), clock === undefined ? { cost } : { cost, now: clock.now() });
-    this.options.metrics?.decision('policy', policyName, d, cost);
-    return d;
+    const options = clock === undefined ? { cost } : { cost, now: clock.now() };
+    const count = (d: Decision): Decision => {
+      this.options.metrics?.decision('policy', policyName, d, cost);
+      return d;
+    };
+    try {
+      if (this.sync && p.limiter.denialCache === undefined) return Promise.resolve(count(p.limiter.checkSync(policyKey(policyName, key), options)));
+      return p.limiter.check(policyKey(policyName, key), options).then(count);
+    } catch (e) {
+      return Promise.reject(e);
+    }
   }
 
-  /** shouldRateLimit — Envoy's ShouldRateLimit: every descriptor of the request decided all-or-nothing. */
-  async shouldRateLimit(req: RlsRequest): Promise<RlsResponse> {
+  /**
+   * shouldRateLimit — Envoy's ShouldRateLimit: every descriptor of the request decided all-or-nothing. Rejects with
+   * BadRequest for a request it cannot decide (nothing is charged then).
+   */
+  shouldRateLimit(req: RlsRequest): Promise<RlsResponse> {
+    try {
+      const plan = this.plan(req);
+      if (plan.live.length === 0) return Promise.resolve(this.finish(plan, []));
+      const now = this.options.clock?.now();
+      const opts = now === undefined ? undefined : { now };
+      const parts = plan.refused
+        // refused already (a requests_per_unit: 0 limit): the others are looked at, not charged
+        ? plan.live.map((it) => ({ limiter: it.limiter, key: it.key, cost: 0 }))
+        : plan.live.map(toCheck);
+      if (this.sync) return Promise.resolve(this.finish(plan, checkAllSync(parts, opts).decisions));
+      return checkAll(parts, opts).then((r) => this.finish(plan, r.decisions));
+    } catch (e) {
+      return Promise.reject(e);
+    }
+  }
+
+  /** plan — what a request asks: each descriptor matched to its limit, or answered already (no limit, unlimited, deny-all). */
+  private plan(req: RlsRequest): Plan {
     const cfg = this.cfg;
     const domain = req.domain ?? '';
     if (domain === '') throw new BadRequest('domain', 'must not be empty');
@@ -158,15 +205,18 @@ export class RateLimitService {
     const statuses = new Array<RlsStatus>(descriptors.length);
     const items: Item[] = [];
     let replacing: Set<string> | undefined;
-    const denied: { index: number; name: string | undefined }[] = [];
+    let denied: { index: number; name: string | undefined }[] | undefined;
+    const known = cfg !== undefined && cfg.hasDomain(domain);
     for (let i = 0; i < descriptors.length; i++) {
       const d = descriptors[i];
       const entries = d.entries ?? [];
       const cost = hits(d, base, i);
+      const own = d.limit !== undefined && d.limit !== null;
       let m: Match | undefined;
-      if (d.limit !== undefined && d.limit !== null) {
-        if (cfg?.hasDomain(domain)) m = cfg.override(domain, entries, overrideOf(d, i));
-      } else if (cfg?.hasDomain(domain)) {
+      if (own) {
+        const o = overrideOf(d, i);
+        if (known) m = cfg.override(domain, entries, o);
+      } else if (known) {
         m = cfg.match(domain, entries);
       }
       if (m === undefined) {
@@ -182,10 +232,10 @@ export class RateLimitService {
       if (spec.denyAll) {
         // requests_per_unit 0: every hit is over (envoy's "black list"); not charged, so nothing to decide
         statuses[i] = { code: spec.shadowMode ? 'OK' : 'OVER_LIMIT', current_limit: reportOf(spec), limit_remaining: 0, duration_until_reset: duration(windowLeft(spec, this.options.clock?.now() ?? Date.now())) };
-        denied.push({ index: i, name: spec.name });
+        (denied ??= []).push({ index: i, name: spec.name });
         continue;
       }
-      const rt = d.limit !== undefined && d.limit !== null ? this.overrideRuntime(spec) : this.limits.get(spec.id);
+      const rt = own ? this.overrideRuntime(spec) : this.limits.get(spec.id);
       if (rt === undefined) {
         statuses[i] = { code: 'OK', limit_remaining: 0 };
         continue;
@@ -201,37 +251,33 @@ export class RateLimitService {
         if (it.spec?.name !== undefined && r.has(it.spec.name)) statuses[it.index] = { code: 'OK', limit_remaining: 0 };
         else live.push(it);
       }
+      if (denied !== undefined) for (const x of denied) if (x.name !== undefined && r.has(x.name)) statuses[x.index] = { code: 'OK', limit_remaining: 0 };
     }
-    for (const x of denied) if (x.name !== undefined && replacing?.has(x.name)) statuses[x.index] = { code: 'OK', limit_remaining: 0 };
-    let overall: RlsResponse['overall_code'] = 'OK';
-    for (const s of statuses) if (s !== undefined && s.code === 'OVER_LIMIT') overall = 'OVER_LIMIT';
-    let decisions: Decision[] = [];
-    if (live.length > 0 && overall === 'OVER_LIMIT') {
-      // refused already (a requests_per_unit: 0 limit): the others are looked at, not charged
-      const now = this.options.clock?.now();
-      decisions = (await checkAll(live.map((it) => ({ limiter: it.limiter, key: it.key, cost: 0 })), now === undefined ? undefined : { now })).decisions;
-      for (let j = 0; j < live.length; j++) {
-        const it = live[j];
-        statuses[it.index] = { code: 'OK', current_limit: it.report, limit_remaining: Math.min(MAX_UINT32, Math.max(0, Math.floor(decisions[j].remaining))), duration_until_reset: duration(decisions[j].resetAfter) };
+    let refused = false;
+    for (const s of statuses) if (s !== undefined && s.code === 'OVER_LIMIT') refused = true;
+    return { domain, statuses, live, refused };
+  }
+
+  /** finish — the response from the plan and the live descriptors' decisions. */
+  private finish(plan: Plan, decisions: Decision[]): RlsResponse {
+    const { statuses, live } = plan;
+    let overall: RlsResponse['overall_code'] = plan.refused ? 'OVER_LIMIT' : 'OK';
+    for (let j = 0; j < live.length; j++) {
+      const it = live[j];
+      const dec = decisions[j];
+      if (plan.refused) {
+        statuses[it.index] = { code: 'OK', current_limit: it.report, limit_remaining: remainingOf(dec), duration_until_reset: duration(dec.resetAfter) };
+        continue;
       }
-    } else if (live.length > 0) {
-      const now = this.options.clock?.now();
-      decisions = live.length === 1
-        ? [await live[0].limiter.check(live[0].key, now === undefined ? { cost: live[0].cost } : { cost: live[0].cost, now })]
-        : (await checkAll(live.map(toCheck), now === undefined ? undefined : { now })).decisions;
-      for (let j = 0; j < live.length; j++) {
-        const it = live[j];
-        const dec = decisions[j];
-        const over = !dec.allowed;
-        if (over) overall = 'OVER_LIMIT';
-        statuses[it.index] = {
-          code: over ? 'OVER_LIMIT' : 'OK',
-          current_limit: it.report,
-          limit_remaining: over ? 0 : Math.min(MAX_UINT32, Math.max(0, Math.floor(dec.remaining))),
-          duration_until_reset: duration(over ? finite(dec.retryAfter, dec.resetAfter) : dec.resetAfter),
-        };
-        this.options.metrics?.decision(domain, it.metricKey, dec, it.cost);
-      }
+      const over = !dec.allowed;
+      if (over) overall = 'OVER_LIMIT';
+      statuses[it.index] = {
+        code: over ? 'OVER_LIMIT' : 'OK',
+        current_limit: it.report,
+        limit_remaining: over ? 0 : remainingOf(dec),
+        duration_until_reset: duration(over ? finite(dec.retryAfter, dec.resetAfter) : dec.resetAfter),
+      };
+      this.options.metrics?.decision(plan.domain, it.metricKey, dec, it.cost);
     }
     const response: RlsResponse = { overall_code: overall, statuses, response_headers_to_add: [] };
     if (this.options.responseHeaders === true && live.length > 0) response.response_headers_to_add = headersFor(live, decisions);
