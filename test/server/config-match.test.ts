@@ -605,4 +605,24 @@ descriptors:
       [['404=x'], '3/SECOND @ 404'],
     ]);
   });
+
+  it('YAML anchors, aliases and merge keys work as in envoy (yaml.v2)', () => {
+    const c = cfg(`
+domain: d
+descriptors:
+  - key: a
+    rate_limit: &per_second { unit: second, requests_per_unit: 5 }
+  - key: b
+    rate_limit: *per_second
+  - key: c
+    rate_limit:
+      <<: *per_second
+      requests_per_unit: 7
+`);
+    table(c, 'd', [
+      [['a=x'], '5/SECOND @ a'],
+      [['b=x'], '5/SECOND @ b'],
+      [['c=x'], '7/SECOND @ c'],
+    ]);
+  });
 });
