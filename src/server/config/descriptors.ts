@@ -76,8 +76,9 @@ export function walkDescriptors(at: At, list: Node | null, level: Level, tree: T
     }
     const m = node as YAMLMap;
     const peek = (k: string) => {
-      const v = m.get(k, true) as { value?: unknown } | undefined;
-      return v !== undefined && v !== null && typeof v === 'object' && 'value' in v && v.value !== null ? String(v.value) : '';
+      const v = m.get(k, true) as { value?: unknown; source?: string } | undefined;
+      if (v === undefined || v === null || typeof v !== 'object' || !('value' in v) || v.value === null) return '';
+      return typeof v.value === 'string' ? v.value : v.source ?? String(v.value);
     };
     const label = peek('key') === '' ? here : `${here} (${peek('value') !== '' ? `${peek('key')}=${peek('value')}` : peek('key')})`;
     const path = `${at.path} > ${label}`;

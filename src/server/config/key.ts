@@ -8,30 +8,42 @@
  * share a counter there.)
  */
 
-/** escape — `s` with every char of `special` (all ASCII) and `%` written as `%XX`; `s` itself when there is none. */
-function escape(s: string, special: string): string {
-  let i = 0;
+/** DOMAIN, KEY, VALUE, PATTERN — bit masks of {@link SPECIAL}: which characters each part escapes. */
+const DOMAIN = 1;
+const KEY = 2;
+const VALUE = 4;
+const PATTERN = 8;
+/** SPECIAL — per ASCII code, the parts that escape it (`%` is escaped by all). */
+const SPECIAL = new Uint8Array(128);
+SPECIAL[37] = DOMAIN | KEY | VALUE | PATTERN; // %
+SPECIAL[58] = DOMAIN; // :
+SPECIAL[61] = KEY; // =
+SPECIAL[38] = KEY | VALUE | PATTERN; // &
+SPECIAL[42] = VALUE; // *
+
+/** escape — `s` with every character the part `mask` escapes written as `%XX`; `s` itself when there is none. */
+function escape(s: string, mask: number): string {
   const n = s.length;
+  let i = 0;
   for (; i < n; i++) {
     const c = s.charCodeAt(i);
-    if (c === 37 || (c < 128 && special.indexOf(s[i]) >= 0)) break;
+    if (c < 128 && (SPECIAL[c] & mask) !== 0) break;
   }
   if (i === n) return s;
   let out = s.slice(0, i);
   for (; i < n; i++) {
-    const ch = s[i];
     const c = s.charCodeAt(i);
-    out += c === 37 || (c < 128 && special.indexOf(ch) >= 0) ? `%${c.toString(16).toUpperCase().padStart(2, '0')}` : ch;
+    out += c < 128 && (SPECIAL[c] & mask) !== 0 ? `%${c.toString(16).toUpperCase()}` : s[i];
   }
   return out;
 }
 
 /** escDomain, escKey, escValue, escPattern — the escapes of each part (see the file comment). */
-export const escDomain = (s: string): string => escape(s, ':');
-export const escKey = (s: string): string => escape(s, '=&');
-export const escValue = (s: string): string => escape(s, '&*');
+export const escDomain = (s: string): string => escape(s, DOMAIN);
+export const escKey = (s: string): string => escape(s, KEY);
+export const escValue = (s: string): string => escape(s, VALUE);
 /** escPattern — a wildcard value: `*` stays raw (it marks the pattern), `&` and `%` are escaped. */
-export const escPattern = (s: string): string => escape(s, '&');
+export const escPattern = (s: string): string => escape(s, PATTERN);
 
 /**
  * descriptorKey — the store key of a request descriptor in `domain`, every value as sent
