@@ -18,7 +18,7 @@ export type Api = 'grpc' | 'json' | 'check';
 export class Metrics {
   readonly registry = new Registry();
   private readonly decisions: Counter<'domain' | 'limit' | 'rule' | 'outcome'>;
-  private readonly storeErrors: Counter<'store'>;
+  private readonly storeErrors: Counter;
   private readonly configLoads: Counter<'result'>;
   private readonly configTime: Gauge;
   private readonly latency: Histogram<'api' | 'code'>;
@@ -32,7 +32,7 @@ export class Metrics {
       name: 'ratekeeper_decisions_total', help: 'Hits decided, by domain (or "policy"), limit, rule and outcome (hits_addend and cost count)',
       labelNames: ['domain', 'limit', 'rule', 'outcome'] as const, registers,
     });
-    this.storeErrors = new Counter({ name: 'ratekeeper_store_errors_total', help: 'Decisions answered by the failure policy because the store failed', labelNames: ['store'] as const, registers });
+    this.storeErrors = new Counter({ name: 'ratekeeper_store_errors_total', help: 'Decisions answered by the failure policy because the store failed (refused, admitted, or decided on the local fallback)', registers });
     this.configLoads = new Counter({ name: 'ratekeeper_config_loads_total', help: 'Configuration loads, by result', labelNames: ['result'] as const, registers });
     this.configTime = new Gauge({ name: 'ratekeeper_config_last_load_timestamp_seconds', help: 'When the configuration in force was loaded', registers });
     this.latency = new Histogram({
@@ -53,7 +53,7 @@ export class Metrics {
       this.children.set(ck, byRule);
     }
     const n = cost > 0 ? cost : 1;
-    if (d.reason === 'store-unavailable' || d.fallback === true) this.storeErrors.inc({ store: 'store' });
+    if (d.reason === 'store-unavailable' || d.fallback === true) this.storeErrors.inc();
     for (let i = 0; i < d.rules.length; i++) {
       const r = d.rules[i];
       const outcome = outcomeOf(d, r.allowed, r.limit, r.remaining);
@@ -73,10 +73,21 @@ export class Metrics {
     if (ok) this.configTime.set(at / 1000);
   }
 
+  /** timers — histogram children by api and code (labels() hashes its labels on every call). */
+  private readonly timers = new Map<string, { observe(v: number): void }>();
+
   /** time — starts timing a call; the returned function records it with its status. */
   time(api: Api): (code: string) => void {
-    const start = process.hrtime.bigint();
-    return (code) => this.latency.observe({ api, code }, Number(process.hrtime.bigint() - start) / 1e9);
+    const start = performance.now();
+    return (code) => {
+      const k = `${api} ${code}`;
+      let h = this.timers.get(k);
+      if (h === undefined) {
+        h = this.latency.labels(api, code);
+        this.timers.set(k, h);
+      }
+      h.observe((performance.now() - start) / 1000);
+    };
   }
 
   badRequest(api: Api): void {
