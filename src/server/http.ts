@@ -1,7 +1,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Decision } from '../core/types.js';
 import { RatekeeperError } from '../core/errors.js';
-import { limitField, policyField, seconds } from '../http/headers.js';
+import { seconds } from '../http/headers.js';
 import { BadRequest, requestFromJson, responseToJson } from './rls.js';
 import type { RateLimitService } from './service.js';
 import type { Api, Metrics } from './metrics.js';
@@ -187,9 +187,11 @@ export class HttpFront {
 
   /** decisionHeaders — RateLimit-Policy, RateLimit and (when refused) Retry-After for a native decision. */
   private decisionHeaders(res: ServerResponse, policy: string, d: Decision): void {
-    const p = this.options.service.policy(policy);
-    if (p !== undefined) res.setHeader('RateLimit-Policy', policyField(p.limiter.policy.rules, undefined));
-    res.setHeader('RateLimit', limitField(d));
+    const f = this.options.service.fields(policy, d);
+    if (f !== undefined) {
+      res.setHeader('RateLimit-Policy', f.policy);
+      res.setHeader('RateLimit', f.limit);
+    }
     if (!d.allowed) {
       const s = seconds(d.retryAfter);
       if (s !== undefined) res.setHeader('Retry-After', String(s));
@@ -243,7 +245,10 @@ export class HttpFront {
 
 /** decisionJson — a Decision as JSON; an infinite wait (a block without end, a cost no rule can ever admit) is null. */
 export function decisionJson(d: Decision): string {
-  return JSON.stringify(d, (_k, v: unknown) => (v === Infinity ? null : v));
+  // JSON has no Infinity: only a wait can be infinite, so the replacer is needed only then
+  return d.retryAfter === Infinity || d.resetAfter === Infinity || d.rules.some((r) => r.retryAfter === Infinity || r.resetAfter === Infinity)
+    ? JSON.stringify(d, (_k, v: unknown) => (v === Infinity ? null : v))
+    : JSON.stringify(d);
 }
 
 function send(res: ServerResponse, status: number, type: string, body: string): void {

@@ -4,7 +4,7 @@ import { Limiter, MAX_KEY_LENGTH } from '../limiter.js';
 import { checkAll, checkAllSync, type CheckAllItem } from '../multi.js';
 import { MemoryStore } from '../stores/memory.js';
 import type { Store } from '../stores/types.js';
-import { limitField, policyField, seconds } from '../http/headers.js';
+import { LimitFieldWriter, policyField, seconds } from '../http/headers.js';
 import type { LimitSpec, Match, NativePolicy, RequestOverride, ServiceConfig } from './config/types.js';
 import { BadRequest, UNIT_MS, duration, type RlsDescriptor, type RlsRequest, type RlsResponse, type RlsStatus, type RlsUnit } from './rls.js';
 import type { Metrics } from './metrics.js';
@@ -31,6 +31,9 @@ export interface ServiceOptions {
 /** Runtime — one configured limit or policy, live: its limiter and what its decisions are reported as. */
 interface Runtime {
   limiter: Limiter;
+  /** policyField — the RateLimit-Policy field of the limiter's rules (serialized once); writer — its RateLimit field. */
+  policyField: string;
+  writer: LimitFieldWriter;
   /** fingerprint — the rules' identity: a reload that keeps it keeps the limiter, and so every client's state. */
   fingerprint: string;
 }
@@ -58,6 +61,7 @@ function remainingOf(d: Decision): number {
 interface Item {
   index: number;
   limiter: Limiter;
+  rt: Runtime;
   key: string;
   cost: number;
   spec: LimitSpec | undefined;
@@ -110,7 +114,7 @@ export class RateLimitService {
         limits.set(spec.id, old);
         kept++;
       } else {
-        limits.set(spec.id, { limiter: this.make(spec.rules, spec.shadowMode), fingerprint: fp });
+        limits.set(spec.id, this.runtime(spec.rules, spec.shadowMode, fp));
         fresh++;
       }
     }
@@ -122,7 +126,7 @@ export class RateLimitService {
         policies.set(p.name, old);
         kept++;
       } else {
-        policies.set(p.name, { limiter: this.make(p.rules, p.dryRun), fingerprint: fp });
+        policies.set(p.name, this.runtime(p.rules, p.dryRun, fp));
         fresh++;
       }
     }
@@ -132,8 +136,15 @@ export class RateLimitService {
     return { kept, fresh };
   }
 
-  private make(rules: readonly RuleConfig[], dryRun: boolean): Limiter {
-    return new Limiter({ rules: [...rules], store: this.store, dryRun: dryRun || this.options.shadowMode === true, denialCache: this.options.denialCache === true });
+  private runtime(rules: readonly RuleConfig[], dryRun: boolean, fingerprint: string): Runtime {
+    const limiter = new Limiter({ rules: [...rules], store: this.store, dryRun: dryRun || this.options.shadowMode === true, denialCache: this.options.denialCache === true });
+    return { limiter, fingerprint, policyField: policyField(limiter.policy.rules, undefined), writer: new LimitFieldWriter(limiter.policy.rules) };
+  }
+
+  /** headers — the RateLimit-Policy and RateLimit fields of a native policy's decision. */
+  fields(policyName: string, d: Decision): { policy: string; limit: string } | undefined {
+    const r = this.policies.get(policyName);
+    return r === undefined ? undefined : { policy: r.policyField, limit: r.writer.write(d) };
   }
 
   /** limiters — every live limiter by a readable name (`domain:<limit id>`, `policy:<name>`), for the operators' view. */
@@ -142,7 +153,7 @@ export class RateLimitService {
     for (const [name, r] of this.policies) yield [`policy:${name}`, r.limiter];
   }
 
-  /** policy — a native policy's limiter, or undefined. */
+  /** policy — a native policy's limiter and configuration, or undefined. */
   policy(name: string): { limiter: Limiter; spec: NativePolicy } | undefined {
     const r = this.policies.get(name);
     const spec = this.cfg?.policies.get(name);
@@ -241,7 +252,7 @@ export class RateLimitService {
         continue;
       }
       if (m.key.length > MAX_KEY_LENGTH) throw new BadRequest(`descriptors[${i}].entries`, `make a key of ${m.key.length} characters; at most ${MAX_KEY_LENGTH} are accepted`);
-      items.push({ index: i, limiter: rt.limiter, key: m.key, cost, spec, report: reportOf(spec), metricKey: m.metricKey });
+      items.push({ index: i, limiter: rt.limiter, rt, key: m.key, cost, spec, report: reportOf(spec), metricKey: m.metricKey });
     }
     let live = items;
     if (replacing !== undefined) {
@@ -289,7 +300,7 @@ export class RateLimitService {
     let rt = this.overrides.get(spec.id);
     if (rt === undefined || rt.fingerprint !== spec.fingerprint) {
       if (this.overrides.size >= MAX_OVERRIDES) this.overrides.delete(this.overrides.keys().next().value as string);
-      rt = { limiter: this.make(spec.rules, false), fingerprint: spec.fingerprint };
+      rt = this.runtime(spec.rules, false, spec.fingerprint);
       this.overrides.set(spec.id, rt);
     }
     return rt;
@@ -351,10 +362,10 @@ function headersFor(items: Item[], decisions: Decision[]): RlsResponse['response
     if (refused ? !d.allowed && (bind < 0 || d.retryAfter > decisions[bind].retryAfter) : bind < 0 || d.remaining < decisions[bind].remaining) bind = j;
   }
   const d = decisions[bind];
-  const rules = items[bind].limiter.policy.rules;
+  const rt = items[bind].rt;
   const out = [
-    { key: 'RateLimit-Policy', value: policyField(rules, undefined) },
-    { key: 'RateLimit', value: limitField(d) },
+    { key: 'RateLimit-Policy', value: rt.policyField },
+    { key: 'RateLimit', value: rt.writer.write(d) },
   ];
   if (refused) {
     const s = seconds(d.retryAfter);
