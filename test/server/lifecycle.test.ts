@@ -179,12 +179,12 @@ describe('SIGTERM and SIGINT under load: no call the server took is lost, exit 0
           answered.add(id);
         } catch (e) {
           const err = e as { code?: number | string; message: string; reusedSocket?: boolean };
-          const why = `${err.code}: ${err.message}`;
-          // never reached the server: the listener was closed (refused), or the server closed an idle keep-alive
-          // connection as the request went out on it, or grpc-js found the channel gone (UNAVAILABLE). Checked below:
-          // none of these may have been charged.
-          const notTaken = kind === 'grpc' ? err.code === grpc.status.UNAVAILABLE
-            : err.code === 'ECONNREFUSED' || (err.code === 'ECONNRESET' && err.reusedSocket === true);
+          const why = `${err.code}: ${err.message}${err.reusedSocket === true ? " (on a reused connection)" : ""}`;
+          // refused before reaching the service: the listener was closed (ECONNREFUSED), or a connection the
+          // server had not read a request from yet was closed (ECONNRESET: a connection still in the accept queue, or
+          // an idle keep-alive one as the request went out on it), or grpc-js found the channel gone (UNAVAILABLE).
+          // Whether any of these was taken after all is checked exactly below: none may have been charged in Redis.
+          const notTaken = kind === 'grpc' ? err.code === grpc.status.UNAVAILABLE : err.code === 'ECONNREFUSED' || err.code === 'ECONNRESET';
           (signalled && notTaken ? refused : lost).push({ id, why });
         }
       };
