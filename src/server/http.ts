@@ -28,12 +28,16 @@ export class HttpFront {
   /** inFlight — requests being answered (drained on shutdown). */
   inFlight = 0;
   port = 0;
+  /** closing — close() was called: every answer from now on closes its connection. */
+  private closing = false;
 
   constructor(private readonly options: HttpFrontOptions) {
     this.server = createServer({ keepAliveTimeout: 65_000 }, (req, res) => this.handle(req, res));
   }
 
   private handle(req: IncomingMessage, res: ServerResponse): void {
+    // a keep-alive connection that brings a request during the drain is closed after its answer, not kept
+    if (this.closing) res.setHeader('Connection', 'close');
     const url = req.url ?? '/';
     const q = url.indexOf('?');
     const path = q < 0 ? url : url.slice(0, q);
@@ -222,6 +226,7 @@ export class HttpFront {
 
   /** close — stops accepting connections, lets requests in flight finish (forced after `graceMs`), then resolves. */
   close(graceMs = 10_000): Promise<void> {
+    this.closing = true;
     return new Promise((resolve) => {
       const timer = setTimeout(() => {
         this.server.closeAllConnections();
@@ -232,8 +237,6 @@ export class HttpFront {
         resolve();
       });
       this.server.closeIdleConnections();
-      // a keep-alive connection that finishes its request later is closed then, not kept for the next one
-      this.server.on('request', (_req, res) => res.setHeader('Connection', 'close'));
       const idle = setInterval(() => this.server.closeIdleConnections(), 50);
       idle.unref();
       this.server.once('close', () => clearInterval(idle));
