@@ -3,7 +3,8 @@ import type { Decision } from '../core/types.js';
 import { RatekeeperError } from '../core/errors.js';
 import { limitField, policyField, seconds } from '../http/headers.js';
 import { BadRequest, requestFromJson, responseToJson } from './rls.js';
-import type { RateLimitService } from './service.js';
+import { MAX_KEY_LENGTH } from '../limiter.js';
+import { policyKey, type RateLimitService } from './service.js';
 import type { Api, Metrics } from './metrics.js';
 
 /** MAX_BODY — the largest request body read, in bytes (gRPC's default message limit); larger is a 413. */
@@ -151,6 +152,7 @@ export class HttpFront {
     if (typeof b.key !== 'string' || b.key === '') throw new BadRequest('key', `must be a non-empty string, got ${JSON.stringify(b.key)}`);
     const cost = b.cost === undefined ? 1 : b.cost;
     if (typeof cost !== 'number' || !Number.isFinite(cost) || cost < 0) throw new BadRequest('cost', `must be a finite number >= 0, got ${JSON.stringify(b.cost)}`);
+    checkKey(b.policy, b.key, 'key');
     const svc = this.options.service;
     const d = await svc.check(b.policy, b.key, cost);
     this.decisionHeaders(res, b.policy, d);
@@ -179,6 +181,7 @@ export class HttpFront {
       if (key === undefined || key === '') throw new BadRequest('X-Ratekeeper-Key', 'header is missing');
       const cost = costText === undefined ? 1 : Number(costText);
       if (!Number.isFinite(cost) || cost < 0 || costText?.trim() === '') throw new BadRequest('X-Ratekeeper-Cost', `must be a finite number >= 0, got ${JSON.stringify(costText)}`);
+      checkKey(policy, key, 'X-Ratekeeper-Key');
       const d = await this.options.service.check(policy, key, cost);
       this.decisionHeaders(res, policy, d);
       send(res, d.allowed ? 200 : 403, 'application/json', decisionJson(d));
@@ -242,6 +245,12 @@ export class HttpFront {
       this.server.once('close', () => clearInterval(idle));
     });
   }
+}
+
+/** checkKey — a client key the store can take under its policy's namespace, else a BadRequest naming `field` (not the body). */
+function checkKey(policy: string, key: string, field: string): void {
+  const n = policyKey(policy, key).length;
+  if (n > MAX_KEY_LENGTH) throw new BadRequest(field, `is too long: ${key.length} characters, with the policy's name at most ${MAX_KEY_LENGTH} are accepted`);
 }
 
 /** decisionJson — a Decision as JSON; an infinite wait (a block without end, a cost no rule can ever admit) is null. */

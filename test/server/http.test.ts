@@ -147,6 +147,9 @@ for (const kind of ['memory', 'redis', 'cluster'] as const) {
       const missing = await http(s.port, 'GET', '/v1/auth', undefined, { headers: { 'x-ratekeeper-policy': 'login' } });
       assert.equal(missing.status, 400);
       assert.equal(missing.json.field, 'X-Ratekeeper-Key');
+      const long = await http(s.port, 'GET', '/v1/auth', undefined, { headers: { 'x-ratekeeper-policy': 'login', 'x-ratekeeper-key': 'k'.repeat(5000) } });
+      assert.equal(long.status, 400);
+      assert.equal(long.json.field, 'X-Ratekeeper-Key');
     });
 
     test('GET /healthcheck: 200 OK', async () => {
@@ -171,6 +174,7 @@ for (const kind of ['memory', 'redis', 'cluster'] as const) {
       ['an unknown policy', 'POST', '/v1/check', (v) => ({ policy: 'logn', key: v }), 400, 'policy', 'check'],
       ['an unknown check field', 'POST', '/v1/check', (v) => ({ policy: 'login', key: v, weight: 2 }), 400, 'weight', 'check'],
       ['a negative cost', 'POST', '/v1/check', (v) => ({ policy: 'login', key: v, cost: -1 }), 400, 'cost', 'check'],
+      ['a 1 MB key', 'POST', '/v1/check', () => ({ policy: 'login', key: huge }), 400, 'key', 'check'],
       ['a wrong method', 'GET', '/v1/check', () => undefined, 405, 'method', 'check'],
       ['an unknown path', 'POST', '/v1/chek', (v) => ({ policy: 'login', key: v }), 404, 'path', 'check'],
       ['a body over the limit', 'POST', '/json', (v) => JSON.stringify({ domain: 'api', descriptors: [user(v)], pad: 'x'.repeat(MAX_BODY) }), 413, 'body', 'json'],
