@@ -15,7 +15,7 @@ export interface HttpFrontOptions {
   service: RateLimitService;
   metrics?: Metrics;
   /** healthy — whether /healthcheck answers 200 now (config loaded, store usable under the failure policy). */
-  healthy: () => boolean;
+  healthy: () => boolean | Promise<boolean>;
   log: (line: string) => void;
 }
 
@@ -58,8 +58,10 @@ export class HttpFront {
         return;
       case '/healthcheck':
         if (!this.method(req, res, 'GET', 'HEAD')) return;
-        if (this.options.healthy()) send(res, 200, 'text/plain; charset=utf-8', 'OK');
-        else send(res, 500, 'text/plain; charset=utf-8', 'NOT OK');
+        Promise.resolve()
+          .then(() => this.options.healthy())
+          .then((ok) => ok, () => false)
+          .then((ok) => send(res, ok ? 200 : 500, 'text/plain; charset=utf-8', ok ? 'OK' : 'NOT OK'));
         return;
       case '/metrics': {
         if (!this.method(req, res, 'GET', 'HEAD')) return;
