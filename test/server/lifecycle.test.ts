@@ -31,7 +31,7 @@ policies:
  */
 const NO_ENV = { RATEKEEPER_CONFIG: '', RUNTIME_ROOT: '', PORT: '', GRPC_PORT: '', REDIS_URL: '', HOST: '' };
 
-describe('ratekeeper serve: start, log, help, usage errors', () => {
+describe('ratekeeper serve: start and log', () => {
   test('logs one parseable line per listener, answers at once, and stops on SIGTERM with 0', async () => {
     const s = await serve(['--config', configFile(CONFIG)], NO_ENV);
     try {
@@ -51,6 +51,10 @@ describe('ratekeeper serve: start, log, help, usage errors', () => {
     assert.ok(s.log.some((l) => l === 'ratekeeper: SIGTERM: draining'));
   });
 
+});
+
+// each of these is a separate short-lived process: run side by side
+describe('ratekeeper serve and config: help and usage errors', { concurrency: 4 }, () => {
   test('--help on serve and on config, and ratekeeper help, print their usage and exit 0', async () => {
     const serveHelp = await run(['serve', '--help']);
     assert.equal(serveHelp.code, 0);
@@ -93,7 +97,7 @@ describe('ratekeeper serve: start, log, help, usage errors', () => {
   });
 });
 
-describe('ratekeeper config check', () => {
+describe('ratekeeper config check', { concurrency: true }, () => {
   test('a good configuration: exit 0 and a summary of what it holds', async () => {
     const r = await run(['config', 'check', configFile(CONFIG)]);
     assert.equal(r.code, 0, r.stdout + r.stderr);
