@@ -64,6 +64,17 @@ function port(value: string | undefined, what: string): number | undefined {
   return n;
 }
 
+/** set — an environment variable's value, or undefined when it is unset or empty (an empty variable means unset). */
+function set(value: string | undefined): string | undefined {
+  return value === undefined || value === '' ? undefined : value;
+}
+
+/** nonEmpty — a flag's value, which must not be empty when given. */
+function nonEmpty(value: string | undefined, flag: string): string | undefined {
+  if (value !== undefined && value.trim() === '') throw new ServeUsageError(`${flag} must not be empty`);
+  return value;
+}
+
 function bool(value: string | undefined): boolean | undefined {
   if (value === undefined || value === '') return undefined;
   return /^(1|true|yes|on)$/i.test(value);
@@ -88,18 +99,19 @@ export function serveOptions(argv: string[], env: NodeJS.ProcessEnv): ServeOptio
   }
   const f = parsed.values;
   if (f.help) return 'help';
-  let config = f.config ?? env.RATEKEEPER_CONFIG;
-  if (config === undefined && env.RUNTIME_ROOT !== undefined) config = join(env.RUNTIME_ROOT, env.RUNTIME_SUBDIRECTORY ?? '', 'config');
+  let config = nonEmpty(f.config, '--config') ?? set(env.RATEKEEPER_CONFIG);
+  const runtimeRoot = set(env.RUNTIME_ROOT);
+  if (config === undefined && runtimeRoot !== undefined) config = join(runtimeRoot, env.RUNTIME_SUBDIRECTORY ?? '', 'config');
   if (config === undefined) throw new ServeUsageError('serve needs --config PATH (a YAML file or a directory), or RATEKEEPER_CONFIG, or RUNTIME_ROOT');
-  const onStoreError = (f['on-store-error'] ?? env.RATEKEEPER_ON_STORE_ERROR) as OnStoreError | undefined;
+  const onStoreError = (f['on-store-error'] ?? set(env.RATEKEEPER_ON_STORE_ERROR)) as OnStoreError | undefined;
   if (onStoreError !== undefined && !['deny', 'allow', 'memory'].includes(onStoreError)) {
     throw new ServeUsageError(`--on-store-error must be deny, allow or memory, got ${show(onStoreError)}`);
   }
-  let redis = f.redis;
-  let redisCluster = f['redis-cluster']?.split(',').map((s) => s.trim()).filter(Boolean);
+  let redis = nonEmpty(f.redis, '--redis');
+  let redisCluster = nonEmpty(f['redis-cluster'], '--redis-cluster')?.split(',').map((s) => s.trim()).filter(Boolean);
   if (redis !== undefined && redisCluster !== undefined) throw new ServeUsageError('give --redis or --redis-cluster, not both');
   if (redis === undefined && redisCluster === undefined && env.REDIS_URL) {
-    const type = (env.REDIS_TYPE ?? 'single').toLowerCase();
+    const type = (set(env.REDIS_TYPE) ?? 'single').toLowerCase();
     if (type === 'cluster') redisCluster = env.REDIS_URL.split(',').map((s) => s.trim()).filter(Boolean);
     else if (type === 'single') redis = env.REDIS_URL;
     else throw new ServeUsageError(`REDIS_TYPE must be single or cluster, got ${show(env.REDIS_TYPE)}`);
@@ -108,7 +120,7 @@ export function serveOptions(argv: string[], env: NodeJS.ProcessEnv): ServeOptio
   const maxKeys = int(f['max-keys'], '--max-keys', 1);
   const o: ServeOptions = {
     config,
-    host: f.host ?? env.HOST ?? '127.0.0.1',
+    host: nonEmpty(f.host, '--host') ?? set(env.HOST) ?? '127.0.0.1',
     port: port(f.port ?? env.PORT, '--port') ?? 8080,
     grpcPort: port(f['grpc-port'] ?? env.GRPC_PORT, '--grpc-port') ?? 8081,
     responseHeaders: f['response-headers'] ?? bool(env.RATE_LIMIT_RESPONSE_HEADERS_ENABLED) ?? false,
@@ -117,7 +129,7 @@ export function serveOptions(argv: string[], env: NodeJS.ProcessEnv): ServeOptio
   };
   if (redis !== undefined) o.redis = redis;
   if (redisCluster !== undefined) o.redisCluster = redisCluster;
-  const prefix = f.prefix ?? env.CACHE_KEY_PREFIX;
+  const prefix = f.prefix ?? set(env.CACHE_KEY_PREFIX);
   if (prefix !== undefined) o.prefix = prefix;
   if (onStoreError !== undefined) o.onStoreError = onStoreError;
   if (timeout !== undefined) o.storeTimeout = timeout;

@@ -3,7 +3,8 @@ import type { Decision } from '../core/types.js';
 import { RatekeeperError } from '../core/errors.js';
 import { seconds } from '../http/headers.js';
 import { BadRequest, requestFromJson, responseToJson } from './rls.js';
-import type { RateLimitService } from './service.js';
+import { MAX_KEY_LENGTH } from '../limiter.js';
+import { policyKey, type RateLimitService } from './service.js';
 import type { Api, Metrics } from './metrics.js';
 
 /** MAX_BODY — the largest request body read, in bytes (gRPC's default message limit); larger is a 413. */
@@ -14,7 +15,7 @@ export interface HttpFrontOptions {
   service: RateLimitService;
   metrics?: Metrics;
   /** healthy — whether /healthcheck answers 200 now (config loaded, store usable under the failure policy). */
-  healthy: () => boolean;
+  healthy: () => boolean | Promise<boolean>;
   log: (line: string) => void;
 }
 
@@ -28,12 +29,16 @@ export class HttpFront {
   /** inFlight — requests being answered (drained on shutdown). */
   inFlight = 0;
   port = 0;
+  /** closing — close() was called: every answer from now on closes its connection. */
+  private closing = false;
 
   constructor(private readonly options: HttpFrontOptions) {
     this.server = createServer({ keepAliveTimeout: 65_000 }, (req, res) => this.handle(req, res));
   }
 
   private handle(req: IncomingMessage, res: ServerResponse): void {
+    // a keep-alive connection that brings a request during the drain is closed after its answer, not kept
+    if (this.closing) res.setHeader('Connection', 'close');
     const url = req.url ?? '/';
     const q = url.indexOf('?');
     const path = q < 0 ? url : url.slice(0, q);
@@ -53,8 +58,10 @@ export class HttpFront {
         return;
       case '/healthcheck':
         if (!this.method(req, res, 'GET', 'HEAD')) return;
-        if (this.options.healthy()) send(res, 200, 'text/plain; charset=utf-8', 'OK');
-        else send(res, 500, 'text/plain; charset=utf-8', 'NOT OK');
+        Promise.resolve()
+          .then(() => this.options.healthy())
+          .then((ok) => ok, () => false)
+          .then((ok) => send(res, ok ? 200 : 500, 'text/plain; charset=utf-8', ok ? 'OK' : 'NOT OK'));
         return;
       case '/metrics': {
         if (!this.method(req, res, 'GET', 'HEAD')) return;
@@ -147,6 +154,7 @@ export class HttpFront {
     if (typeof b.key !== 'string' || b.key === '') throw new BadRequest('key', `must be a non-empty string, got ${JSON.stringify(b.key)}`);
     const cost = b.cost === undefined ? 1 : b.cost;
     if (typeof cost !== 'number' || !Number.isFinite(cost) || cost < 0) throw new BadRequest('cost', `must be a finite number >= 0, got ${JSON.stringify(b.cost)}`);
+    checkKey(b.policy, b.key, 'key');
     const svc = this.options.service;
     const d = await svc.check(b.policy, b.key, cost);
     this.decisionHeaders(res, b.policy, d);
@@ -175,6 +183,7 @@ export class HttpFront {
       if (key === undefined || key === '') throw new BadRequest('X-Ratekeeper-Key', 'header is missing');
       const cost = costText === undefined ? 1 : Number(costText);
       if (!Number.isFinite(cost) || cost < 0 || costText?.trim() === '') throw new BadRequest('X-Ratekeeper-Cost', `must be a finite number >= 0, got ${JSON.stringify(costText)}`);
+      checkKey(policy, key, 'X-Ratekeeper-Key');
       const d = await this.options.service.check(policy, key, cost);
       this.decisionHeaders(res, policy, d);
       send(res, d.allowed ? 200 : 403, 'application/json', decisionJson(d));
@@ -224,6 +233,7 @@ export class HttpFront {
 
   /** close — stops accepting connections, lets requests in flight finish (forced after `graceMs`), then resolves. */
   close(graceMs = 10_000): Promise<void> {
+    this.closing = true;
     return new Promise((resolve) => {
       const timer = setTimeout(() => {
         this.server.closeAllConnections();
@@ -234,13 +244,17 @@ export class HttpFront {
         resolve();
       });
       this.server.closeIdleConnections();
-      // a keep-alive connection that finishes its request later is closed then, not kept for the next one
-      this.server.on('request', (_req, res) => res.setHeader('Connection', 'close'));
       const idle = setInterval(() => this.server.closeIdleConnections(), 50);
       idle.unref();
       this.server.once('close', () => clearInterval(idle));
     });
   }
+}
+
+/** checkKey — a client key the store can take under its policy's namespace, else a BadRequest naming `field` (not the body). */
+function checkKey(policy: string, key: string, field: string): void {
+  const n = policyKey(policy, key).length;
+  if (n > MAX_KEY_LENGTH) throw new BadRequest(field, `is too long: ${key.length} characters, with the policy's name at most ${MAX_KEY_LENGTH} are accepted`);
 }
 
 /** decisionJson — a Decision as JSON; an infinite wait (a block without end, a cost no rule can ever admit) is null. */

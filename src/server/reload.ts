@@ -4,23 +4,35 @@ import { dirname, join } from 'node:path';
 
 /**
  * signature — what identifies the configuration's files as they are now: for a file, its real path, size, mtime and
- * inode; for a directory, the same for every `*.yaml`/`*.yml` in it (symlinks followed, so a Kubernetes ConfigMap's
- * `..data` swap changes it). Two equal signatures mean nothing to reload.
+ * inode; for a directory, the same for every file the loader reads (`*.yaml`/`*.yml`, subdirectories included,
+ * dot-entries skipped, symlinks followed, so a Kubernetes ConfigMap's `..data` swap changes it), and every
+ * directory's real path. Two equal signatures mean nothing to reload.
  */
 export async function signature(path: string): Promise<string> {
   const st = await stat(path);
   if (!st.isDirectory()) return describe(await realpath(path), st);
-  const names = (await readdir(path)).filter((n) => !n.startsWith('.') && /\.ya?ml$/i.test(n)).sort();
-  const parts = [await realpath(path)];
+  const parts: string[] = [];
+  await walk(path, parts, new Set());
+  return parts.join('\n');
+}
+
+/** walk — the signature parts of `dir` and its subdirectories, as the loader lists them (each real directory once). */
+async function walk(dir: string, parts: string[], seen: Set<string>): Promise<void> {
+  const real = await realpath(dir);
+  if (seen.has(real)) return;
+  seen.add(real);
+  parts.push(real);
+  const names = (await readdir(dir)).filter((n) => !n.startsWith('.')).sort();
   for (const n of names) {
-    const p = join(path, n);
+    const p = join(dir, n);
     try {
-      parts.push(describe(await realpath(p), await stat(p)));
+      const st = await stat(p);
+      if (st.isDirectory()) await walk(p, parts, seen);
+      else if (st.isFile() && (n.endsWith('.yaml') || n.endsWith('.yml'))) parts.push(describe(await realpath(p), st));
     } catch {
-      parts.push(`${n}:gone`);
+      parts.push(`${p}:gone`);
     }
   }
-  return parts.join('\n');
 }
 
 function describe(real: string, st: { size: number; mtimeMs: number; ino: number }): string {

@@ -118,7 +118,7 @@ function hostPort(host: string, port: number): string {
 }
 
 /** openStore — the memory store, or a Redis store on an ioredis client the service owns (and closes). */
-async function openStore(options: ServeOptions, log: (line: string) => void): Promise<{ store: Store; close: () => Promise<void>; healthy: () => boolean }> {
+async function openStore(options: ServeOptions, log: (line: string) => void): Promise<{ store: Store; close: () => Promise<void>; healthy: () => boolean | Promise<boolean> }> {
   if (options.redis === undefined && (options.redisCluster === undefined || options.redisCluster.length === 0)) {
     const store = memoryStore(options.maxKeys === undefined ? {} : { maxKeys: options.maxKeys });
     return { store, close: async () => store.close(), healthy: () => true };
@@ -154,8 +154,22 @@ async function openStore(options: ServeOptions, log: (line: string) => void): Pr
       await store.close?.();
       client.disconnect();
     },
-    // unhealthy only when the store is unreachable and the failure policy refuses everything
-    healthy: () => onError !== 'deny' || client.status === 'ready',
+    // unhealthy only when the store is unreachable and the failure policy refuses everything: disconnected, or
+    // connected but not answering a PING within the store timeout (a hung server keeps its connections open)
+    healthy: async () => {
+      if (onError !== 'deny') return true;
+      if (client.status !== 'ready') return false;
+      let timer: NodeJS.Timeout | undefined;
+      const late = new Promise<boolean>((resolve) => {
+        timer = setTimeout(() => resolve(false), options.storeTimeout ?? 1000);
+        timer.unref();
+      });
+      try {
+        return await Promise.race([client.ping().then(() => true, () => false), late]);
+      } finally {
+        clearTimeout(timer);
+      }
+    },
   };
 }
 
