@@ -7,7 +7,7 @@ import { parseArgs } from 'node:util';
 import { join } from 'node:path';
 import { show } from '../core/errors.js';
 import { configCheck } from './config/index.js';
-import { startService, type OnStoreError, type ServeOptions } from './serve.js';
+import type { OnStoreError, ServeOptions } from './serve.js';
 
 export const SERVE_HELP = `ratekeeper serve — the rate limit service: Envoy's RLS v3 over gRPC, envoyproxy/ratelimit's POST /json,
 the native POST /v1/check, GET /healthcheck and GET /metrics; state in memory (one instance) or Redis (a fleet)
@@ -144,6 +144,8 @@ export async function serveCommand(argv: string[]): Promise<number> {
     process.stdout.write(SERVE_HELP);
     return 0;
   }
+  // the service's dependencies (grpc-js, prom-client) load only once the flags are known to be good
+  const { startService } = await import('./serve.js');
   const running = await startService(o);
   return new Promise((resolve) => {
     const stop = (signal: string): void => {

@@ -159,7 +159,7 @@ describe('hot reload', () => {
       // a.yaml changes well, b.yaml badly, at once: neither is applied
       writeFileSync(join(dir, 'a.yaml'), limits(50));
       writeFileSync(join(dir, 'b.yaml'), 'policies:\n  login:\n    rules: "3/fortnight"\n');
-      await waitFor('the rejection in the log', () => s.log.some((l) => l.startsWith('config: reload rejected, the previous configuration keeps serving:') && l.includes('fortnight')), 1000);
+      await waitFor('the rejection in the log', () => s.log.some((l) => l.startsWith('ratekeeper: config reload rejected, the previous configuration keeps serving:') && l.includes('fortnight')), 1000);
       assert.ok((await loads(s.port, 'error')) > errorsBefore, 'ratekeeper_config_loads_total{result="error"} went up');
       const line = s.log.find((l) => l.includes('fortnight'))!;
       assert.ok(line.includes(join(dir, 'b.yaml')), line);
