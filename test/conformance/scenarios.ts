@@ -242,6 +242,23 @@ export const scenarios: Scenario[] = [
     steps: [c(0, 1e9 - 1, 'k', { allowed: true, remaining: 1 }), c(0, 1, 'k', { allowed: true, remaining: 0 }), c(0, 1, 'k', { allowed: false, remaining: 0 })],
   },
   {
+    name: 'high-rate rules report at most their burst or limit: the 10 µs time slack does not show in remaining',
+    rules: [rules.gcra({ limit: 100, per: 1, name: 'gcra' }), rules.gcra({ limit: 1e6, per: 1_000, name: 'gcra2' })],
+    steps: [c(0, 0, 'k', { remaining: 100 }), c(0, 1, 'k', { allowed: true })],
+  },
+  {
+    name: 'high-rate token and leaky buckets report at most their burst',
+    rules: [rules.tokenBucket({ limit: 100, per: 1, name: 'tb' }), rules.leakyBucket({ limit: 1e6, per: 1_000, name: 'lb' })],
+    steps: [c(0, 0, 'k', { remaining: 100 }), c(0, 0, 'other', { remaining: 100 }), c(10, 1, 'k', { allowed: true })],
+  },
+  {
+    name: 'a high-rate slidingWindow reports at most its limit as the previous window slides out',
+    // windows start at T0 − 0.25; at t = 1 999.745 the previous window weighs 5e-6 (5 units), less than the 10 units
+    // the time slack tolerates at 1e6 per second. (Periods of a few ms would expire the Redis key in real time.)
+    rules: [rules.slidingWindow({ limit: 1e6, per: 1_000, name: 'sw' })],
+    steps: [c(0, 1e6, 'k', { allowed: true, remaining: 0 }), c(1_999.745, 0, 'k', { remaining: 1e6 }), c(1_999.745, 1, 'k', { allowed: true })],
+  },
+  {
     name: 'keys with braces and escapes are distinct clients',
     rules: [rules.fixedWindow({ limit: 1, per: 100_000 })],
     steps: ['a', '{a}', 'a}', '}a{', '{', '}', '%7D', '%', 'a%7Db', 'a}b', '{a}b', 'x{a}', '\ud800', '\udc00', 'é{}'].flatMap((key, i) => [

@@ -185,6 +185,30 @@ describe('properties', () => {
     }), { numRuns: 300 });
   });
 
+  it('remaining never exceeds the burst (or the limit), for every algorithm, at any rate', () => {
+    // High rates make the comparisons' 10 µs time slack worth a whole request or more: it must not show in remaining.
+    fc.assert(fc.property(history(3, [1, 1, 2, 0.5, 0], 80), fc.constantFrom(3, 100, 1e4, 1e6), fc.constantFrom(1, 10, 1000), fc.constantFrom<'leaky' | 'strict'>('leaky', 'strict'), fc.integer({ min: 0, max: 7 }), (steps, limit, per, accounting, which) => {
+      const rule = everyRule(limit, per, accounting)[which];
+      // earrrl's burst follows from limit, per and halfLife: 1 + (limit/per)/λ
+      const most = rule.algorithm === 'earrrl' ? Math.floor(limit / per / (Math.LN2 / rule.halfLife) + 1 + 1e-6) : Math.floor(rule.burst + 1e-6);
+      const lim = limiter({ rules: [rule] });
+      let t = T0;
+      assert.ok(lim.checkSync('fresh', { now: t, cost: 0 }).remaining <= most, `${rule.algorithm} fresh`);
+      for (const s of steps) {
+        t += s.gap / 8;
+        const d = lim.checkSync('k', { now: t, cost: s.cost });
+        assert.ok(d.remaining <= most, `${rule.algorithm} ${limit}/${per}ms: remaining ${d.remaining} > ${most}`);
+      }
+    }), { numRuns: 300 });
+  });
+
+  it('remaining of high-rate bucket rules is their burst, and what they admit at once', () => {
+    for (const rule of [rules.gcra({ limit: 1e6, per: '1s' }), rules.gcra({ limit: 100, per: 1 }), rules.tokenBucket({ limit: 100, per: 1 }), rules.leakyBucket({ limit: 100, per: 1 })]) {
+      const lim = limiter({ rules: [rule] });
+      assert.equal(lim.checkSync('k', { now: T0, cost: 0 }).remaining, rule.burst, `${rule.algorithm} ${rule.name}`);
+    }
+  });
+
   it('the façade clamps a clock that steps back', () => {
     let now = 10_000;
     const lim = limiter({ rules: [rules.fixedWindow({ limit: 1, per: '1s' })], clock: { now: () => now } });
