@@ -1,8 +1,8 @@
 import type { Clock, Decision, Override } from './core/types.js';
 import type { RuleConfig } from './core/algorithms/common.js';
 import { Policy } from './core/policy.js';
-import { parseRules } from './core/rules.js';
-import { parseDuration, type Duration } from './core/duration.js';
+import { parseRules, MAX_AMOUNT } from './core/rules.js';
+import { parseDuration, MAX_TIME, type Duration } from './core/duration.js';
 import { RatekeeperError, show } from './core/errors.js';
 import { MemoryStore } from './stores/memory.js';
 import type { BoundStore, Store } from './stores/types.js';
@@ -185,6 +185,7 @@ export class Limiter {
     const now = options?.now;
     if (now !== undefined) {
       if (typeof now !== 'number' || !Number.isFinite(now)) throw new RatekeeperError(`now must be a finite number of ms, got ${show(now)}`, 'ERR_ARGUMENT');
+      if (!(now >= 0 && now <= MAX_TIME)) throw new RatekeeperError(`now must be from 0 to ${MAX_TIME} ms since the epoch, got ${show(now)}`, 'ERR_ARGUMENT');
       return now;
     }
     if (this.bound.ownClock) return undefined;
@@ -220,6 +221,7 @@ function cost_(options: CheckOptions | undefined): number {
   if (typeof c !== 'number' || !(c >= 0) || c === Infinity) {
     throw new RatekeeperError(`cost must be a finite number >= 0, got ${show(c)}`, 'ERR_ARGUMENT');
   }
+  if (c > MAX_AMOUNT) throw new RatekeeperError(`cost must be at most ${MAX_AMOUNT}, got ${show(c)}`, 'ERR_ARGUMENT');
   return c;
 }
 
