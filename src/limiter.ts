@@ -3,6 +3,7 @@ import type { RuleConfig } from './core/algorithms/common.js';
 import { Policy } from './core/policy.js';
 import { parseRules, MAX_AMOUNT } from './core/rules.js';
 import { parseDuration, MAX_TIME, type Duration } from './core/duration.js';
+import { anchoredClock } from './core/clock.js';
 import { RatekeeperError, show } from './core/errors.js';
 import { MemoryStore } from './stores/memory.js';
 import type { BoundStore, Store } from './stores/types.js';
@@ -20,7 +21,11 @@ export interface LimiterOptions {
   store?: Store;
   /** dryRun — measure and report, change state as if enforced, but always allow. @default false */
   dryRun?: boolean;
-  /** clock — ms; read once per call unless the call passes `now`. A step back is clamped. @default Date */
+  /**
+   * clock — ms since the epoch; read once per call unless the call passes `now`. With a `monotonic()` source the
+   * wall clock is read once, as the anchor, and the time advances with `monotonic()` (immune to wall-clock steps);
+   * without one a step back is clamped. @default { now: Date.now, monotonic: () => performance.now() }
+   */
   clock?: Clock;
   /**
    * denialCache — answer a key that was just refused in-process, without asking the store, until its retryAfter
@@ -67,7 +72,9 @@ export class Limiter {
   readonly store: Store;
   private readonly bound: BoundStore;
   private readonly clock: Clock;
-  /** last — the latest time read from the clock; a clock that steps back is clamped to it. */
+  /** read — the clock as the façade reads it: anchored to a monotonic source when there is one, else clock.now(). */
+  private readonly read: () => number;
+  /** last — the latest time read; a clock that steps back is clamped to it. */
   private last = -Infinity;
   /** denialCache — the local cache of denials, when enabled and exact for this policy. */
   readonly denialCache: DenialCache | undefined;
@@ -76,11 +83,16 @@ export class Limiter {
     if (typeof options !== 'object' || options === null) throw new RatekeeperError(`limiter takes an options object with rules, got ${show(options)}`);
     const list = typeof options.rules === 'string' ? parseRules(options.rules) : options.rules;
     this.policy = new Policy({ rules: list, dryRun: options.dryRun });
-    const clock = options.clock ?? { now: Date.now };
+    const clock = options.clock ?? { now: Date.now, monotonic: () => performance.now() };
     if (typeof clock !== 'object' || clock === null || typeof clock.now !== 'function') {
       throw new RatekeeperError(`clock must be an object with a now() method returning ms, got ${show(clock)}`);
     }
+    if (clock.monotonic !== undefined && typeof clock.monotonic !== 'function') {
+      throw new RatekeeperError(`clock.monotonic must be a function returning ms, got ${show(clock.monotonic)}`);
+    }
     this.clock = clock;
+    const monotonic = clock.monotonic;
+    this.read = monotonic === undefined ? () => clock.now() : anchoredClock(() => clock.now(), () => monotonic.call(clock));
     const store = options.store ?? new MemoryStore();
     if (typeof store !== 'object' || store === null || typeof (store as Store).attach !== 'function') {
       throw new RatekeeperError(`store must be a ratekeeper store such as memoryStore() or redisStore({ client }), got ${show(store)}`);
@@ -197,7 +209,7 @@ export class Limiter {
   }
 
   private tick(): number {
-    const t = this.clock.now();
+    const t = this.read();
     if (t > this.last) this.last = t;
     return this.last;
   }

@@ -220,3 +220,65 @@ describe('properties', () => {
   });
 });
 
+
+describe('a wall clock that steps, under a monotonic source', () => {
+  const DAY = 86_400_000;
+  /** clock — a wall clock and a monotonic source the test moves by hand. */
+  const steppy = () => {
+    const c = { wall: T0, mono: 5_000, now: () => c.wall, monotonic: () => c.mono };
+    return c;
+  };
+
+  it('a +1 day step, then its correction, neither frees a limited client nor freezes it', () => {
+    const c = steppy();
+    const lim = limiter({ rules: [rules.tokenBucket({ limit: 1, per: '10s' })], clock: c });
+    assert.equal(lim.checkSync('k').allowed, true);
+    const refused = lim.checkSync('k');
+    assert.deepEqual([refused.allowed, refused.retryAfter], [false, 10_000]);
+    c.wall += DAY; // NTP steps a day forward
+    c.mono += 1;
+    const during = lim.checkSync('k');
+    assert.deepEqual([during.allowed, during.retryAfter], [false, 9_999], 'a wall step is not a refill');
+    c.wall -= DAY; // … and is corrected
+    c.mono += 9_999;
+    assert.equal(lim.checkSync('k').allowed, true, 'admitted once the real 10 s have passed, not a day later');
+  });
+
+  it('a step back neither refuses longer nor admits earlier', () => {
+    const c = steppy();
+    const lim = limiter({ rules: [rules.fixedWindow({ limit: 1, per: '1s' })], clock: c });
+    assert.equal(lim.checkSync('k').allowed, true);
+    c.wall -= 3_600_000;
+    c.mono += 10;
+    assert.equal(lim.checkSync('k').allowed, false, 'the same window: still refused');
+    c.mono += 1_000;
+    assert.equal(lim.checkSync('k').allowed, true, 'the next window opens after a real second, not an hour later');
+  });
+
+  it('the denial cache follows the monotonic time too', async () => {
+    const c = steppy();
+    const lim = limiter({ rules: [rules.gcra({ limit: 1, per: '1s' })], clock: c, denialCache: true });
+    assert.equal((await lim.check('k')).allowed, true);
+    assert.equal((await lim.check('k')).allowed, false);
+    assert.equal(lim.denialCache?.size, 1);
+    c.wall -= 3_600_000;
+    c.mono += 1_000;
+    assert.equal((await lim.check('k')).allowed, true, 'the cached refusal ended after its real retryAfter');
+  });
+
+  it('a monotonic source that steps back is clamped all the same', () => {
+    const c = steppy();
+    const lim = limiter({ rules: [rules.fixedWindow({ limit: 1, per: '1s' })], clock: c });
+    assert.equal(lim.checkSync('k').allowed, true);
+    c.mono -= 5_000;
+    assert.equal(lim.checkSync('k').allowed, false);
+  });
+
+  it('the default clock starts at wall time', () => {
+    const lim = limiter({ rules: [rules.fixedWindow({ limit: 1, per: '1d' })] });
+    const d = lim.checkSync('k');
+    const end = Math.floor(Date.now() / 86_400_000) * 86_400_000 + 86_400_000;
+    assert.ok(Math.abs(Date.now() + d.resetAfter - end) < 1_000, 'the window is the wall clock\'s day');
+    assert.throws(() => limiter({ rules: '1/s', clock: { now: Date.now, monotonic: 5 as never } }), /clock\.monotonic must be a function returning ms, got 5/);
+  });
+});

@@ -4,6 +4,7 @@ import { RatekeeperError, show } from '../../core/errors.js';
 import { MemoryStore, type MemoryTable } from '../memory.js';
 import type { BoundStore, OverrideRequest, Store } from '../types.js';
 import { Script, hasDelay, hasRate, opScript, policyId, policyScript } from './scripts.js';
+import { localClock } from '../../core/clock.js';
 
 /**
  * RedisClient — what the store needs of a client: ioredis's `Redis` and `Cluster` both fit. `status` is read to
@@ -468,7 +469,7 @@ export class RedisBound implements BoundStore {
     if (this.fallback !== undefined) {
       let t = now;
       if (t === undefined) {
-        const local = Date.now();
+        const local = localClock(); // monotonic, anchored to wall time: a wall-clock step neither freezes nor jumps it
         if (local > this.lastLocal) this.lastLocal = local;
         t = this.lastLocal;
       }
