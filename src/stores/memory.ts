@@ -96,8 +96,8 @@ export class MemoryTable implements BoundStore {
   private readonly logAt: number;
   /** logMeta — per slot, its log's head·4 + size when inline (the base is the slot's first log number), or BIG. */
   private logMeta: Uint8Array;
-  /** bigLogs — slot → the Log of a log longer than INLINE entries (a ring of its own); logMeta[slot] is BIG. */
-  private readonly bigLogs = new Map<number, Log>();
+  /** bigLogs — slot → the Log of a log longer than INLINE entries (a ring of its own) where logMeta[slot] is BIG. */
+  private bigLogs: (Log | undefined)[] = [];
   /** log — the one Log object, pointed at the slot being decided. */
   private readonly log: Log | undefined;
   /** zero — the state of a client not in the table, for looks that store nothing (cost 0). */
@@ -175,14 +175,14 @@ export class MemoryTable implements BoundStore {
     if (slot === undefined) return;
     this.slab.fill(0, slot * this.stride, (slot + 1) * this.stride);
     if (this.logAt >= 0) this.logMeta[slot] = 0;
-    this.bigLogs.delete(slot);
+    this.bigLogs[slot] = undefined;
   }
 
   /** clear — forgets every client and override. */
   clear(): void {
     this.slots.clear();
     this.overrides.clear();
-    this.bigLogs.clear();
+    this.bigLogs = [];
     this.keys = [];
     this.slab.fill(0);
     this.logMeta.fill(0);
@@ -213,7 +213,7 @@ export class MemoryTable implements BoundStore {
     const log = this.log;
     if (log === undefined) return undefined;
     const meta = slot < 0 ? 0 : this.logMeta[slot];
-    if (meta === BIG) return this.bigLogs.get(slot) as Log;
+    if (meta === BIG) return this.bigLogs[slot] as Log;
     const h = o + this.logAt;
     log.view(s, h + 1, INLINE, meta >> 2, meta & 3, s[h]);
     return log;
@@ -231,13 +231,13 @@ export class MemoryTable implements BoundStore {
       log.copyTo(s, h + 1);
       s[h] = log.base;
       this.logMeta[slot] = log.size;
-      this.bigLogs.delete(slot);
+      this.bigLogs[slot] = undefined;
       return;
     }
     if (log.buf !== s) {
       const big = new Log(0);
       big.view(log.buf, 0, log.cap, log.head, log.size, log.base);
-      this.bigLogs.set(slot, big);
+      this.bigLogs[slot] = big;
       this.logMeta[slot] = BIG;
       return;
     }
@@ -258,7 +258,7 @@ export class MemoryTable implements BoundStore {
       this.slots.delete(this.keys[slot]);
       this.slab.fill(0, slot * this.stride, (slot + 1) * this.stride);
       if (this.logAt >= 0) this.logMeta[slot] = 0;
-      if (this.bigLogs.size > 0) this.bigLogs.delete(slot);
+      if (this.logAt >= 0) this.bigLogs[slot] = undefined;
     } else if (slot >= this.newer.length) {
       this.grow();
     }

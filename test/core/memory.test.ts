@@ -118,13 +118,13 @@ describe('memory store: memory per client', () => {
   it('a log longer than the slot holds gets an array of its own, and goes back into the slot when it is short again', () => {
     const store = memoryStore({ maxKeys: 10 });
     const lim = limiter({ rules: [rules.slidingLog({ limit: 100, per: '10s' })], store });
-    const table = store.attach(lim.policy) as unknown as { bigLogs: Map<number, Log> };
+    const table = store.attach(lim.policy) as unknown as { bigLogs: (Log | undefined)[] };
     for (let t = 0; t < 50; t++) lim.checkSync('busy', { now: t });
     for (let t = 0; t < 3; t++) lim.checkSync('calm', { now: t });
-    assert.equal(table.bigLogs.size, 1);
+    assert.equal(table.bigLogs.filter((l) => l !== undefined).length, 1);
     assert.equal(lim.checkSync('busy', { now: 60, cost: 0 }).remaining, 50);
     assert.equal(lim.checkSync('busy', { now: 10_048 }).remaining, 100 - 2, 'the window (48, 10 048]: the entry at 49 and this one');
-    assert.equal(table.bigLogs.size, 0);
+    assert.equal(table.bigLogs.filter((l) => l !== undefined).length, 0);
     assert.equal(lim.checkSync('calm', { now: 5_000, cost: 0 }).remaining, 97);
   });
 });
