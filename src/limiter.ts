@@ -1,8 +1,9 @@
 import type { Clock, Decision, Override } from './core/types.js';
 import type { RuleConfig } from './core/algorithms/common.js';
 import { Policy } from './core/policy.js';
-import { parseRules } from './core/rules.js';
-import { parseDuration, type Duration } from './core/duration.js';
+import { parseRules, MAX_AMOUNT } from './core/rules.js';
+import { parseDuration, MAX_TIME, type Duration } from './core/duration.js';
+import { anchoredClock } from './core/clock.js';
 import { RatekeeperError, show } from './core/errors.js';
 import { MemoryStore } from './stores/memory.js';
 import type { BoundStore, Store } from './stores/types.js';
@@ -20,7 +21,11 @@ export interface LimiterOptions {
   store?: Store;
   /** dryRun — measure and report, change state as if enforced, but always allow. @default false */
   dryRun?: boolean;
-  /** clock — ms; read once per call unless the call passes `now`. A step back is clamped. @default Date */
+  /**
+   * clock — ms since the epoch; read once per call unless the call passes `now`. With a `monotonic()` source the
+   * wall clock is read once, as the anchor, and the time advances with `monotonic()` (immune to wall-clock steps);
+   * without one a step back is clamped. @default { now: Date.now, monotonic: () => performance.now() }
+   */
   clock?: Clock;
   /**
    * denialCache — answer a key that was just refused in-process, without asking the store, until its retryAfter
@@ -68,7 +73,9 @@ export class Limiter {
   /** bound — the store bound to this limiter's policy (what checkAll talks to). @internal */
   readonly bound: BoundStore;
   private readonly clock: Clock;
-  /** last — the latest time read from the clock; a clock that steps back is clamped to it. */
+  /** read — the clock as the façade reads it: anchored to a monotonic source when there is one, else clock.now(). */
+  private readonly read: () => number;
+  /** last — the latest time read; a clock that steps back is clamped to it. */
   private last = -Infinity;
   /** denialCache — the local cache of denials, when enabled and exact for this policy. */
   readonly denialCache: DenialCache | undefined;
@@ -77,11 +84,16 @@ export class Limiter {
     if (typeof options !== 'object' || options === null) throw new RatekeeperError(`limiter takes an options object with rules, got ${show(options)}`);
     const list = typeof options.rules === 'string' ? parseRules(options.rules) : options.rules;
     this.policy = new Policy({ rules: list, dryRun: options.dryRun });
-    const clock = options.clock ?? { now: Date.now };
+    const clock = options.clock ?? { now: Date.now, monotonic: () => performance.now() };
     if (typeof clock !== 'object' || clock === null || typeof clock.now !== 'function') {
       throw new RatekeeperError(`clock must be an object with a now() method returning ms, got ${show(clock)}`);
     }
+    if (clock.monotonic !== undefined && typeof clock.monotonic !== 'function') {
+      throw new RatekeeperError(`clock.monotonic must be a function returning ms, got ${show(clock.monotonic)}`);
+    }
     this.clock = clock;
+    const monotonic = clock.monotonic;
+    this.read = monotonic === undefined ? () => clock.now() : anchoredClock(() => clock.now(), () => monotonic.call(clock));
     const store = options.store ?? new MemoryStore();
     if (typeof store !== 'object' || store === null || typeof (store as Store).attach !== 'function') {
       throw new RatekeeperError(`store must be a ratekeeper store such as memoryStore() or redisStore({ client }), got ${show(store)}`);
@@ -205,6 +217,7 @@ export class Limiter {
     const now = options?.now;
     if (now !== undefined) {
       if (typeof now !== 'number' || !Number.isFinite(now)) throw new RatekeeperError(`now must be a finite number of ms, got ${show(now)}`, 'ERR_ARGUMENT');
+      if (!(now >= 0 && now <= MAX_TIME)) throw new RatekeeperError(`now must be from 0 to ${MAX_TIME} ms since the epoch, got ${show(now)}`, 'ERR_ARGUMENT');
       return now;
     }
     if (this.bound.ownClock) return undefined;
@@ -217,7 +230,7 @@ export class Limiter {
 
   /** tick — the clock's time, never stepping back. @internal */
   tick(): number {
-    const t = this.clock.now();
+    const t = this.read();
     if (t > this.last) this.last = t;
     return this.last;
   }
@@ -241,6 +254,7 @@ export function cost_(options: CheckOptions | undefined): number {
   if (typeof c !== 'number' || !(c >= 0) || c === Infinity) {
     throw new RatekeeperError(`cost must be a finite number >= 0, got ${show(c)}`, 'ERR_ARGUMENT');
   }
+  if (c > MAX_AMOUNT) throw new RatekeeperError(`cost must be at most ${MAX_AMOUNT}, got ${show(c)}`, 'ERR_ARGUMENT');
   return c;
 }
 

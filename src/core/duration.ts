@@ -12,6 +12,19 @@ const UNIT_MS: Record<string, number> = {
   w: 604_800_000, week: 604_800_000, weeks: 604_800_000,
 };
 
+/**
+ * MAX_DURATION — the longest duration accepted anywhere (a rule's `per` or `halfLife`, a block's or exemption's
+ * `for`): 1e12 ms, about 31.7 years. Beyond it times and expiries lose their precision or overflow what a store can
+ * set (Redis PX); a block without end is written without `for`.
+ */
+export const MAX_DURATION = 1e12;
+
+/**
+ * MAX_TIME — the latest time accepted as a request's `now`: 1e15 ms since the epoch (the year 33658). Times are
+ * ms since the epoch, finite and >= 0; an epoch time in ms keeps a resolution of 0.125 ms up to here.
+ */
+export const MAX_TIME = 1e15;
+
 const DURATION = /^\s*(\d+(?:\.\d+)?|\.\d+)?\s*([a-z]+)\s*$/i;
 
 /** unitMs — the length of a unit name (`'s'`, `'min'`, `'day'` …) in ms, or undefined when it is not one. */
@@ -39,6 +52,9 @@ export function parseDuration(value: unknown, what: string): number {
   }
   if (!Number.isFinite(ms) || ms <= 0) {
     throw new RatekeeperError(`${what} must be a finite duration > 0, got ${show(value)}`);
+  }
+  if (ms > MAX_DURATION) {
+    throw new RatekeeperError(`${what} must be at most ${MAX_DURATION} ms (about 31 years), got ${show(value)}`);
   }
   return ms;
 }

@@ -30,6 +30,15 @@ export interface EarrrlOptions extends RuleOptions {
   halfLife: Duration;
 }
 
+/**
+ * MAX_AMOUNT — the largest limit, burst or cost: 1e15 cost units (the largest Integer a structured header field
+ * carries is 999 999 999 999 999, and float state keeps whole units exact up to 2^53 ≈ 9e15).
+ * MIN_LIMIT — the smallest limit: 1e-6 cost units per `per` (with `per` at most MAX_DURATION, every rate and
+ * interval the algorithms derive stays finite).
+ */
+export const MAX_AMOUNT = 1e15;
+export const MIN_LIMIT = 1e-6;
+
 /** ALGORITHMS — every algorithm name, in the order of the docs. */
 export const ALGORITHMS: readonly Algorithm[] = Object.freeze([
   'fixedWindow', 'slidingWindow', 'slidingLog', 'tokenBucket', 'leakyBucket', 'gcra', 'earrrl', 'exponential',
@@ -53,12 +62,16 @@ function build(algorithm: Algorithm, options: unknown): RuleConfig {
   if (typeof limit !== 'number' || !Number.isFinite(limit) || limit <= 0) {
     throw new RatekeeperError(`${where}.limit must be a finite number > 0, got ${show(limit)}`);
   }
+  if (limit < MIN_LIMIT || limit > MAX_AMOUNT) {
+    throw new RatekeeperError(`${where}.limit must be from ${MIN_LIMIT} to ${MAX_AMOUNT}, got ${show(limit)}`);
+  }
   const per = parseDuration(o.per, `${where}.per`);
   let burst = limit;
   if (o.burst !== undefined) {
     if (typeof o.burst !== 'number' || !Number.isFinite(o.burst) || o.burst < 1) {
       throw new RatekeeperError(`${where}.burst must be a finite number >= 1, got ${show(o.burst)}`);
     }
+    if (o.burst > MAX_AMOUNT) throw new RatekeeperError(`${where}.burst must be at most ${MAX_AMOUNT}, got ${show(o.burst)}`);
     burst = o.burst;
   }
   let halfLife = 0;

@@ -64,9 +64,15 @@ export interface Decision {
   rules: RuleOutcome[];
 }
 
-/** Clock — where the façade reads the time, in ms. Tests inject their own. */
+/**
+ * Clock — where the façade reads the time, in ms since the epoch. Tests inject their own.
+ * With `monotonic` (ms from any origin, never stepping back, as `performance.now()`), the façade reads `now()` once to
+ * anchor and from then on advances with `monotonic()`: steps of the wall clock change nothing. Without it every
+ * read is `now()`, clamped so that it never steps back. The default is `Date.now` anchored, `performance.now` after.
+ */
 export interface Clock {
   now(): number;
+  monotonic?(): number;
 }
 
 /** Override — a manual block or exemption of one key; `until` is an absolute time in ms (Infinity: until lifted). */

@@ -4,6 +4,7 @@ import { RatekeeperError, show } from '../../core/errors.js';
 import { MemoryStore, type MemoryTable } from '../memory.js';
 import type { BoundStore, OverrideRequest, Part, Store } from '../types.js';
 import { Script, compoundScript, hasDelay, hasRate, opScript, policyId, policyScript, refundScript } from './scripts.js';
+import { localClock } from '../../core/clock.js';
 
 /**
  * RedisClient — what the store needs of a client: ioredis's `Redis` and `Cluster` both fit. `status` is read to
@@ -515,7 +516,7 @@ export class RedisBound implements BoundStore {
 
   /** localNow — the fallback's clock, never stepping back. */
   localNow(): number {
-    const local = Date.now();
+    const local = localClock(); // monotonic, anchored to wall time: a wall-clock step neither freezes nor jumps it
     if (local > this.lastLocal) this.lastLocal = local;
     return this.lastLocal;
   }
