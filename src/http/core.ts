@@ -6,6 +6,7 @@
 import type { Decision } from '../core/types.js';
 import type { RuleConfig } from '../core/algorithms/common.js';
 import { RatekeeperError, show } from '../core/errors.js';
+import { checkOptions } from '../core/options.js';
 import { parseDuration, type Duration } from '../core/duration.js';
 import { limiter as makeLimiter, Limiter, type LimiterOptions } from '../limiter.js';
 import { clientKeyDeriver, type ClientKeyOptions, type KeyDeriver } from './keys.js';
@@ -82,6 +83,23 @@ export interface RateLimitOptions<Req> extends ClientKeyOptions {
   /** onError — told about every such error (to log it); its own errors are ignored. */
   onError?: (error: unknown, req: Req) => void;
 }
+
+/**
+ * RATE_LIMIT_OPTIONS — the names of {@link RateLimitOptions} (with {@link ClientKeyOptions}'): an adapter adds its
+ * own (`onLimited`…) and every other name is refused, with the closest one suggested (`trustproxy` would otherwise
+ * be ignored, and every client behind the proxy would share one key).
+ */
+export const RATE_LIMIT_OPTIONS: ReadonlySet<string> = new Set([
+  'limiter', 'rules', 'store', 'dryRun', 'clock', 'key', 'skip', 'cost', 'quotaUnit', 'headers', 'legacyHeaders',
+  'partitionKey', 'shaping', 'onLimiterError', 'onError', 'trustProxy', 'proxyHeader', 'ipv6Prefix', 'ipv4Prefix',
+]);
+
+/** optionNames — {@link RATE_LIMIT_OPTIONS} and an adapter's own names. */
+export function optionNames(...own: string[]): ReadonlySet<string> {
+  return new Set([...RATE_LIMIT_OPTIONS, ...own]);
+}
+
+const SHAPING_OPTIONS: ReadonlySet<string> = new Set(['maxDelay']);
 
 /** Facts — how an adapter reads its request: the peer address and a header by lowercase name. */
 export interface Facts<Req> {
@@ -165,8 +183,13 @@ export class RateLimitCore<Req> {
   /** chains — per key, the tail of the shaped checks in flight (asynchronous stores only); removed when idle. */
   private readonly chains = new Map<string, Promise<void>>();
 
-  constructor(options: RateLimitOptions<Req>, facts: Facts<Req>) {
-    if (typeof options !== 'object' || options === null) throw new RatekeeperError(`rateLimit takes an options object with rules or a limiter, got ${show(options)}`);
+  /**
+   * @param known — the names `options` may have (the adapter's whole set: its own and RATE_LIMIT_OPTIONS).
+   * @param where — how errors name the options object.
+   */
+  constructor(options: RateLimitOptions<Req>, facts: Facts<Req>, known: ReadonlySet<string> = RATE_LIMIT_OPTIONS, where = 'rateLimit') {
+    if (typeof options !== 'object' || options === null) throw new RatekeeperError(`${where} takes an options object with rules or a limiter, got ${show(options)}`);
+    checkOptions(options, known, where);
     if (options.limiter !== undefined) {
       if (!(options.limiter instanceof Limiter)) throw new RatekeeperError(`limiter must be made by limiter(), got ${show(options.limiter)}`);
       if (options.rules !== undefined || options.store !== undefined || options.dryRun !== undefined) {
@@ -204,6 +227,7 @@ export class RateLimitCore<Req> {
     this.leaky = [];
     this.rules.forEach((r, i) => { if (r.algorithm === 'leakyBucket') this.leaky.push(i); });
     if (options.shaping !== undefined) {
+      if (typeof options.shaping === 'object' && options.shaping !== null) checkOptions(options.shaping, SHAPING_OPTIONS, `${where}.shaping`);
       if (typeof options.shaping !== 'object' || options.shaping === null || options.shaping.maxDelay === undefined) {
         throw new RatekeeperError(`shaping must be { maxDelay: <duration> }: the bound is explicit, got ${show(options.shaping)}`);
       }

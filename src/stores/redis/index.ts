@@ -1,6 +1,7 @@
 import type { Decision, Override, RuleOutcome } from '../../core/types.js';
 import { Outcome, type Policy } from '../../core/policy.js';
 import { RatekeeperError, show } from '../../core/errors.js';
+import { checkOptions } from '../../core/options.js';
 import { MemoryStore, type MemoryTable } from '../memory.js';
 import type { BoundStore, OverrideRequest, Store } from '../types.js';
 import { Script, hasDelay, hasRate, opScript, policyId, policyScript } from './scripts.js';
@@ -58,6 +59,8 @@ export interface RedisStoreOptions {
    */
   coalesce?: boolean;
 }
+
+const REDIS_STORE_OPTIONS: ReadonlySet<string> = new Set(['client', 'prefix', 'timeout', 'onError', 'maxPending', 'fallbackMaxKeys', 'coalesce']);
 
 /** Corkable — a socket the store can cork for a tick (net.Socket, tls.TLSSocket). */
 interface Corkable {
@@ -129,6 +132,7 @@ export class RedisStore implements Store {
 
   constructor(options: RedisStoreOptions) {
     if (typeof options !== 'object' || options === null) throw new RatekeeperError(`redisStore takes an options object like { client }, got ${show(options)}`);
+    checkOptions(options, REDIS_STORE_OPTIONS, 'redisStore');
     const c = options.client as unknown as RedisClient | undefined;
     if (typeof c !== 'object' || c === null || typeof c.evalsha !== 'function' || typeof c.eval !== 'function' || typeof c.callBuffer !== 'function') {
       throw new RatekeeperError(`redisStore.client must be an ioredis Redis or Cluster, got ${show(options.client)}`);
