@@ -1,3 +1,4 @@
+import { createRequire } from 'node:module';
 import type { Decision, Override, RuleOutcome } from '../../core/types.js';
 import { Outcome, type Policy } from '../../core/policy.js';
 import { RatekeeperError, show } from '../../core/errors.js';
@@ -80,13 +81,17 @@ export class StoreUnavailableError extends Error {
 /**
  * CommandClass — ioredis's Command, when ioredis can be loaded (it is the store's peer dependency): checks are then sent
  * as one Command each through the client's sendCommand, past ioredis's per-call argument handling and auto-pipelining
- * (the store coalesces its own writes, below). Without it, the store calls the client's methods.
+ * (the store coalesces its own writes, below). Without it, the store calls the client's methods. ioredis is CommonJS,
+ * so it is loaded with require: no top-level await, so that CommonJS code can `require('ratekeeper/redis')`.
  */
 type CommandCtor = new (name: string, args: string[], options: { replyEncoding: null; keyPrefix?: string }) => object;
-const CommandClass: CommandCtor | undefined = await import('ioredis').then(
-  (m) => (m as unknown as { Command?: CommandCtor }).Command,
-  () => undefined,
-);
+const CommandClass: CommandCtor | undefined = (() => {
+  try {
+    return (createRequire(import.meta.url)('ioredis') as { Command?: CommandCtor }).Command;
+  } catch {
+    return undefined;
+  }
+})();
 
 /** DOWN — client states in which a command would only wait in the client's offline queue. */
 const DOWN = new Set(['reconnecting', 'close', 'end', 'disconnecting']);
