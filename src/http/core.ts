@@ -3,7 +3,7 @@
  * with its status, headers and body. It imports no framework; the adapters (node, express, fastify, hono) only
  * read facts off their request and apply the verdict to their response.
  */
-import type { Decision } from '../core/types.js';
+import type { Decision, RuleOutcome } from '../core/types.js';
 import type { RuleConfig } from '../core/algorithms/common.js';
 import { RatekeeperError, show } from '../core/errors.js';
 import { checkOptions } from '../core/options.js';
@@ -284,15 +284,41 @@ export class RateLimitCore<Req> {
       // Shaping: look first (cost 0 charges nothing), so that a request over the bound is refused uncharged.
       if (this.sync) {
         const over = this.overBound(this.limiter.checkSync(key, { cost: 0, now }), key);
-        return over ?? this.verdict(this.limiter.checkSync(key, { cost, now }), key);
+        return over ?? this.verdict(this.shapedRemaining(this.limiter.checkSync(key, { cost, now }), cost), key);
       }
       return this.serial(key, () => this.limiter.check(key, { cost: 0, now }).then((peek) => {
         const over = this.overBound(peek, key);
-        return over ?? this.limiter.check(key, { cost, now }).then((d) => this.verdict(d, key));
+        return over ?? this.limiter.check(key, { cost, now }).then((d) => this.verdict(this.shapedRemaining(d, cost), key));
       }));
     }
     if (this.sync) return this.verdict(this.limiter.checkSync(key, { cost, now }), key);
     return this.limiter.check(key, { cost, now }).then((d) => this.verdict(d, key));
+  }
+
+  /**
+   * shapedRemaining — an admitted decision's `remaining` as shaping makes it true: a leakyBucket rule whose burst
+   * allows more than the bound lets through only the requests whose delay stays within `maxDelay`. After this
+   * request the rule's queue holds `level` = delay·rate + cost; the j-th further cost-1 request would wait
+   * (level + j − 1)/rate (less, if some drains first), so j <= maxDelay·rate − level + 1 of them pass.
+   */
+  private shapedRemaining(d: Decision, cost: number): Decision {
+    if (d.reason !== 'allowed') return d;
+    const bound = this.maxDelay as number;
+    let remaining = d.remaining;
+    let rules: RuleOutcome[] | undefined;
+    for (const i of this.leaky) {
+      const r = d.rules[i];
+      const c = this.rules[i];
+      if (r === undefined || c === undefined) continue;
+      const rate = c.limit / c.per;
+      const level = (r.delay ?? 0) * rate + cost;
+      const fits = Math.max(0, Math.floor(bound * rate - level + 1 + 1e-6));
+      if (fits >= r.remaining) continue;
+      rules ??= d.rules.slice();
+      rules[i] = { ...r, remaining: fits };
+      if (fits < remaining) remaining = fits;
+    }
+    return rules === undefined ? d : { ...d, remaining, rules };
   }
 
   /** overBound — the refusal of a request whose shaping delay (seen by a cost-0 look) would pass the bound. */

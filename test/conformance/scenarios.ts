@@ -242,6 +242,11 @@ export const scenarios: Scenario[] = [
     steps: [c(0, 1e9 - 1, 'k', { allowed: true, remaining: 1 }), c(0, 1, 'k', { allowed: true, remaining: 0 }), c(0, 1, 'k', { allowed: false, remaining: 0 })],
   },
   {
+    name: 'a fixed window of a billion reports a billion − 1 remaining after one request, not a billion',
+    rules: [rules.fixedWindow({ limit: 1e9, per: 3_600_000 })],
+    steps: [c(0, 1, 'k', { allowed: true, remaining: 1e9 - 1 }), c(1, 1, 'k', { allowed: true, remaining: 1e9 - 2 })],
+  },
+  {
     name: 'keys with braces and escapes are distinct clients',
     rules: [rules.fixedWindow({ limit: 1, per: 100_000 })],
     steps: ['a', '{a}', 'a}', '}a{', '{', '}', '%7D', '%', 'a%7Db', 'a}b', '{a}b', 'x{a}', '\ud800', '\udc00', 'é{}'].flatMap((key, i) => [
