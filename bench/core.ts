@@ -190,7 +190,47 @@ function memory(): void {
   console.log('\ntarget: gcra, tokenBucket, earrrl <= 120 bytes; a sliding log with a few logged requests <= 150 bytes');
 }
 
+/**
+ * calls — the per-call cost of the façade's argument checks (the options object of `check(key, { cost: 1 })` is
+ * checked for misspelled names): check() and checkSync() with and without an options object, and, when
+ * BENCH_BASELINE names another build's dist/src/index.js (e.g. main's, compiled elsewhere), the same calls on it,
+ * raced in the same rounds.
+ */
+async function calls(): Promise<void> {
+  type Lib = { limiter: typeof limiter; rules: typeof rules; memoryStore: typeof memoryStore };
+  const libs: [string, Lib][] = [['this build', { limiter, rules, memoryStore }]];
+  const baseline = process.env.BENCH_BASELINE;
+  if (baseline) libs.push(['baseline', (await import(baseline)) as Lib]);
+  const contenders: Contender[] = [];
+  for (const [label, lib] of libs) {
+    const l = lib.limiter({ rules: [lib.rules.gcra(huge)], store: lib.memoryStore({ maxKeys: 2 * KEYS }) });
+    contenders.push(
+      [`${label}: check(k)`, async (n) => { for (let i = 0; i < n; i++) await l.check(keys[i]); }],
+      [`${label}: check(k, { cost: 1 })`, async (n) => { for (let i = 0; i < n; i++) await l.check(keys[i], { cost: 1 }); }],
+      [`${label}: checkSync(k)`, (n) => { for (let i = 0; i < n; i++) l.checkSync(keys[i]); }],
+      [`${label}: checkSync(k, { cost: 1 })`, (n) => { for (let i = 0; i < n; i++) l.checkSync(keys[i], { cost: 1 }); }],
+      [`${label}: checkSync(k, { cost: 1, now })`, (n) => { const now = Date.now(); for (let i = 0; i < n; i++) l.checkSync(keys[i], { cost: 1, now }); }],
+    );
+  }
+  const results = await race(contenders);
+  console.log('| call (memory, gcra, 100k keys round-robin) | ops/s (wall) | ops per CPU-second |');
+  console.log('|---|---|---|');
+  for (const [name, v] of results) console.log(`| ${name} | ${fmt(v.wall)} | ${fmt(v.cpu)} |`);
+  if (libs.length > 1) {
+    console.log();
+    console.log('| this build / baseline (ops per CPU-second) | ratio |');
+    console.log('|---|---|');
+    const half = results.length / 2;
+    for (let i = 0; i < half; i++) {
+      console.log(`| ${results[i][0].slice('this build: '.length)} | ${(results[i][1].cpu / results[i + half][1].cpu).toFixed(3)}× |`);
+    }
+  }
+}
+
 console.log(`node ${process.version}, ${RUN_MS} ms × best of ${ROUNDS} per row\n`);
-await throughput();
+const only = process.env.BENCH_ONLY; // 'throughput', 'calls' or 'memory': one part of the suite
+if (only === undefined || only === 'throughput') await throughput();
 console.log();
-memory();
+if (only === undefined || only === 'calls') await calls();
+console.log();
+if (only === undefined || only === 'memory') memory();

@@ -5,6 +5,7 @@ import { parseRules, MAX_AMOUNT } from './core/rules.js';
 import { parseDuration, MAX_TIME, type Duration } from './core/duration.js';
 import { anchoredClock } from './core/clock.js';
 import { RatekeeperError, show } from './core/errors.js';
+import { checkOptions, checkOptionsObject } from './core/options.js';
 import { MemoryStore } from './stores/memory.js';
 import type { BoundStore, Store } from './stores/types.js';
 import { DenialCache, type DenialCacheOptions } from './denialCache.js';
@@ -60,6 +61,13 @@ export interface ExemptOptions {
   for?: Duration;
 }
 
+/** LIMITER_OPTIONS, CHECK_OPTIONS, PEEK_OPTIONS, BLOCK_OPTIONS, EXEMPT_OPTIONS — the names each options object may have. */
+const LIMITER_OPTIONS: ReadonlySet<string> = new Set(['rules', 'store', 'dryRun', 'clock', 'denialCache']);
+const CHECK_OPTIONS: ReadonlySet<string> = new Set(['cost', 'now']);
+const PEEK_OPTIONS: ReadonlySet<string> = new Set(['now']);
+const BLOCK_OPTIONS: ReadonlySet<string> = new Set(['for', 'reason']);
+const EXEMPT_OPTIONS: ReadonlySet<string> = new Set(['for']);
+
 /** MAX_KEY_LENGTH — the longest key accepted, in UTF-16 units: a key is an identifier, not a payload. */
 export const MAX_KEY_LENGTH = 4096;
 
@@ -82,6 +90,7 @@ export class Limiter {
 
   constructor(options: LimiterOptions) {
     if (typeof options !== 'object' || options === null) throw new RatekeeperError(`limiter takes an options object with rules, got ${show(options)}`);
+    checkOptions(options, LIMITER_OPTIONS, 'limiter');
     const list = typeof options.rules === 'string' ? parseRules(options.rules) : options.rules;
     this.policy = new Policy({ rules: list, dryRun: options.dryRun });
     const clock = options.clock ?? { now: Date.now, monotonic: () => performance.now() };
@@ -101,7 +110,10 @@ export class Limiter {
     this.store = store;
     this.bound = store.attach(this.policy);
     const dc = options.denialCache;
-    if (dc !== undefined && dc !== false && DenialCache.eligible(this.policy)) this.denialCache = new DenialCache(dc === true ? {} : dc);
+    if (dc !== undefined && dc !== false) {
+      const cache = new DenialCache(dc === true ? {} : dc); // its options are checked even where it is not used
+      if (DenialCache.eligible(this.policy)) this.denialCache = cache;
+    }
   }
 
   /** sync — whether the store answers synchronously, so that `checkSync` may be used (the memory store). */
@@ -112,7 +124,7 @@ export class Limiter {
   /** check — decides one request of `key` and charges it when admitted. Rejects only on misuse (bad key, cost or now). */
   check(key: string, options?: CheckOptions): Promise<Decision> {
     try {
-      const cost = cost_(options);
+      const cost = cost_(options, 'check');
       const k = key_(key);
       const now = this.time(options);
       const cache = this.denialCache;
@@ -137,12 +149,19 @@ export class Limiter {
   /** checkSync — `check` without the promise, for synchronous stores. Throws on misuse or an asynchronous store. */
   checkSync(key: string, options?: CheckOptions): Decision {
     if (!this.bound.sync) throw new RatekeeperError(`checkSync needs a synchronous store such as memoryStore(); use check() with this one`, 'ERR_ARGUMENT');
-    const cost = cost_(options);
+    const cost = cost_(options, 'checkSync');
     return this.bound.evaluate(key_(key), cost, this.time(options)) as Decision;
   }
 
   /** peek — the decision a request of `key` would get, charging nothing (a check of cost 0). */
   peek(key: string, options?: { now?: number }): Promise<Decision> {
+    if (options !== undefined) {
+      try {
+        callOptions(options, PEEK_OPTIONS, 'peek');
+      } catch (e) {
+        return Promise.reject(e);
+      }
+    }
     return this.check(key, { now: options?.now, cost: 0 });
   }
 
@@ -155,7 +174,7 @@ export class Limiter {
    */
   async refund(key: string, options?: CheckOptions): Promise<Decision> {
     const k = key_(key);
-    const cost = cost_(options);
+    const cost = cost_(options, 'refund');
     const now = this.time(options);
     const bound = this.bound;
     if (bound.refund === undefined) throw new RatekeeperError(`refund needs a store that can give back a charge; this one has no refund()`, 'ERR_ARGUMENT');
@@ -175,6 +194,7 @@ export class Limiter {
 
   /** block — refuses `key` (for a while, or until `unblock`), charging no rule. The later of block/exempt wins. */
   async block(key: string, options: BlockOptions = {}): Promise<void> {
+    callOptions(options, BLOCK_OPTIONS, 'block');
     const k = key_(key);
     const ms = options.for === undefined ? Infinity : parseDuration(options.for, 'block.for');
     if (options.reason !== undefined && typeof options.reason !== 'string') {
@@ -195,6 +215,7 @@ export class Limiter {
 
   /** exempt — admits `key` without charging any rule (for a while, or until `unexempt`). The later of block/exempt wins. */
   async exempt(key: string, options: ExemptOptions = {}): Promise<void> {
+    callOptions(options, EXEMPT_OPTIONS, 'exempt');
     const k = key_(key);
     const ms = options.for === undefined ? Infinity : parseDuration(options.for, 'exempt.for');
     this.denialCache?.invalidate(k);
@@ -248,8 +269,21 @@ export function key_(key: unknown): string {
   return key;
 }
 
-export function cost_(options: CheckOptions | undefined): number {
-  if (options === undefined || options.cost === undefined) return 1;
+/** callOptions — a call's options object: an object whose every name is in `known`, else an ERR_ARGUMENT naming it. */
+function callOptions(options: unknown, known: ReadonlySet<string>, where: string): void {
+  checkOptionsObject(options, known, where, 'ERR_ARGUMENT');
+}
+
+/**
+ * cost_ — the cost of a check, and the check of its options: a misspelled name (`{ cots: 5 }`) is an error, not a
+ * cost of 1. The hot path pays one `for…in` over the (one or two) names of the literal, compared by identity with
+ * the two known ones; the full check and its message run only when a name is not one of them.
+ */
+export function cost_(options: CheckOptions | undefined, where = 'check'): number {
+  if (options === undefined) return 1;
+  if (typeof options !== 'object' || options === null) callOptions(options, CHECK_OPTIONS, where);
+  for (const name in options) if (name !== 'cost' && name !== 'now') callOptions(options, CHECK_OPTIONS, where);
+  if (options.cost === undefined) return 1;
   const c = options.cost;
   if (typeof c !== 'number' || !(c >= 0) || c === Infinity) {
     throw new RatekeeperError(`cost must be a finite number >= 0, got ${show(c)}`, 'ERR_ARGUMENT');

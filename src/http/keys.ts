@@ -1,7 +1,8 @@
 import ipaddr from 'ipaddr.js';
 import { RatekeeperError, show } from '../core/errors.js';
 
-type Address = ipaddr.IPv4 | ipaddr.IPv6;
+/** Address — a parsed address (written as import types, so that the declarations need no default import of ipaddr.js). */
+type Address = import('ipaddr.js').IPv4 | import('ipaddr.js').IPv6;
 
 /**
  * ClientKeyOptions — how the default key is derived from a request: the client's IP address, grouped by prefix.

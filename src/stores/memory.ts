@@ -2,6 +2,7 @@ import type { Decision, Override } from '../core/types.js';
 import type { Policy } from '../core/policy.js';
 import { Log } from '../core/algorithms/slidingLog.js';
 import { RatekeeperError, show } from '../core/errors.js';
+import { checkOptions } from '../core/options.js';
 import type { BoundStore, OverrideRequest, Part, Store } from './types.js';
 
 /** MemoryStoreOptions — the embedded store's bounds. */
@@ -17,6 +18,8 @@ export interface MemoryStoreOptions {
   maxKeys?: number;
 }
 
+const MEMORY_STORE_OPTIONS: ReadonlySet<string> = new Set(['maxKeys']);
+
 /**
  * MemoryStore — the embedded default: per limiter, a bounded table of clients. No timer per key and nothing in
  * the background: a client's state is only dropped when the table is full (see {@link MemoryTable}).
@@ -27,6 +30,8 @@ export class MemoryStore implements Store {
   private readonly tables = new Map<Policy, MemoryTable>();
 
   constructor(options: MemoryStoreOptions = {}) {
+    if (typeof options !== 'object' || options === null) throw new RatekeeperError(`memoryStore takes an options object like { maxKeys: 100_000 }, got ${show(options)}`);
+    checkOptions(options, MEMORY_STORE_OPTIONS, 'memoryStore');
     const max = options.maxKeys ?? 100_000;
     if (!Number.isSafeInteger(max) || max < 1) throw new RatekeeperError(`memoryStore.maxKeys must be an integer >= 1, got ${show(max)}`);
     this.maxKeys = max;

@@ -273,6 +273,11 @@ export const scenarios: Scenario[] = [
     steps: [c(0, 1e15, 'k', { allowed: a === 'earrrl' }), c(1, 1e15, 'k', { allowed: false }), c(2, 0), c(3, 1e-6, 'k', { allowed: false }), c(4, 1e-6, 'fresh', { allowed: true })],
   })),
   {
+    name: 'a fixed window of a billion reports a billion − 1 remaining after one request, not a billion',
+    rules: [rules.fixedWindow({ limit: 1e9, per: 3_600_000 })],
+    steps: [c(0, 1, 'k', { allowed: true, remaining: 1e9 - 1 }), c(1, 1, 'k', { allowed: true, remaining: 1e9 - 2 })],
+  },
+  {
     name: 'keys with braces and escapes are distinct clients',
     rules: [rules.fixedWindow({ limit: 1, per: 100_000 })],
     steps: ['a', '{a}', 'a}', '}a{', '{', '}', '%7D', '%', 'a%7Db', 'a}b', '{a}b', 'x{a}', '\ud800', '\udc00', 'é{}'].flatMap((key, i) => [

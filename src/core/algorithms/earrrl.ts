@@ -8,7 +8,7 @@ import { Rule, measured, lag, REL_SLACK, TIME_SLACK, MOST_SLACK, NEGLIGIBLE, flo
  * impulse of size N that happened `age` ago is N·λ·e^(−λ·age), and impulses add, so the whole history can be
  * folded into one equivalent impulse N at the time T of the last request: on a request at `now`,
  * N ← cost + N·e^(−λ(now − T)) and T ← now. The estimate *before* a request is N·λ·e^(−λ(now − T)); the request
- * is limited when that estimate is over limit/per, whatever its own cost (the seed document's semantics).
+ * is limited when that estimate is over limit/per, whatever its own cost (as the EARRRL write-up defines it).
  *
  * A fresh client may therefore send about 1 + (limit/per)/λ requests at once; a client that keeps sending over
  * the limit never gets a new window: under the default strict accounting every refused attempt is an impulse
