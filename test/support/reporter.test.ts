@@ -21,6 +21,7 @@ describe('suite', () => {
   it('passes', () => {});
   it('fails', () => { console.error('said on stderr'); assert.equal(1, 2); });
   it.skip('skipped', () => {});
+  it.todo('a todo that fails', () => { assert.equal(1, 3); });
 });\n`);
     writeFileSync(join(dir, 'b.test.mjs'), `import { it } from 'node:test';\nit('ok', () => { console.log('quiet when passing'); });\n`);
     writeFileSync(join(dir, 'c.test.mjs'), `throw new Error('the file crashes');\n`);
@@ -31,14 +32,15 @@ describe('suite', () => {
     assert.equal(r.status, 1);
     const lines = r.stdout.trimEnd().split('\n');
     assert.deepEqual(lines.slice(0, 3).map((l) => l.replace(/\s+\d+ m?s$/, '').replace(/\s+[\d.]+ s$/, '')), [
-      '✖ a.test.mjs  3 tests, 1 failed, 1 skipped',
+      '✖ a.test.mjs  4 tests, 1 failed, 2 skipped',
       '✔ b.test.mjs  1 test',
       '✖ c.test.mjs  0 tests',
     ]);
     assert.match(r.stdout, /── 2 failures ──\n\n✖ a\.test\.mjs › suite › fails\n {4}AssertionError \[ERR_ASSERTION\]: Expected values to be strictly equal:[\s\S]*1 !== 2[\s\S]*said on stderr/);
     assert.match(r.stdout, /✖ c\.test\.mjs\n[\s\S]*Error: the file crashes/);
     assert.doesNotMatch(r.stdout, /quiet when passing/);
-    assert.match(lines.at(-1) ?? '', /^✖ 4 tests in 3 files: 1 passed, 2 failed, 1 skipped \(\d+ m?s\)$/);
+    assert.doesNotMatch(r.stdout, /a todo that fails/, 'a failing todo test is expected to fail: not listed as a failure');
+    assert.match(lines.at(-1) ?? '', /^✖ 5 tests in 3 files: 1 passed, 2 failed, 2 skipped \(\d+ m?s\)$/);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

@@ -94,8 +94,10 @@ export default async function* reporter(source: AsyncIterable<Event>): AsyncGene
     f.tests++;
     tests++;
     if (data.skip !== undefined || data.todo !== undefined) {
+      // a skipped or todo test: its failure (todo) is expected and does not fail the run, so it is not listed
       f.skipped++;
       skipped++;
+      continue;
     }
     if (type === 'test:fail') {
       f.failed++;
