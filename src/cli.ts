@@ -25,6 +25,7 @@ const HELP = `ratekeeper — rate limiting that does not forgive a persistent ab
 Usage:
   ratekeeper simulate <scenario> [--out DIR] [--rules LIMITS [--algorithm NAME]]... [--half-life DURATION]
   ratekeeper simulate --trace FILE.csv --rules LIMITS [--algorithm NAME] [--half-life DURATION] [--out DIR]
+  ratekeeper demo [--port 6070] [--host 127.0.0.1] [--seconds N]   the operators' view on simulated traffic
   ratekeeper help
 
 simulate replays requests through rules on a virtual clock (the memory store) and writes <name>.svg, a plot,
@@ -225,6 +226,10 @@ function version(): string {
 }
 
 async function main(argv: string[]): Promise<number> {
+  switch (argv[0]) {
+    case 'demo':
+      return (await import('./admin/demo.js')).demoCommand(argv.slice(1)).catch((e: unknown) => usage((e as Error).message));
+  }
   let parsed;
   try {
     parsed = parseArgs({

@@ -7,6 +7,10 @@ import { RatekeeperError, show } from './core/errors.js';
 import { MemoryStore } from './stores/memory.js';
 import type { BoundStore, Store } from './stores/types.js';
 import { DenialCache, type DenialCacheOptions } from './denialCache.js';
+import { Observer, type ObserveOptions, type Stats } from './observe/observer.js';
+import type { HeavyHitter } from './observe/heavyHitters.js';
+import { Sharing } from './observe/sharing.js';
+import type { OverrideEntry } from './stores/types.js';
 
 /** LimiterOptions — a limiter's policy, store and clock. */
 export interface LimiterOptions {
@@ -31,6 +35,41 @@ export interface LimiterOptions {
    * @example limiter({ rules, store: redisStore({ client }), denialCache: { maxKeys: 10_000 } })
    */
   denialCache?: boolean | DenialCacheOptions;
+  /**
+   * observe — remember what this limiter decides, for `top()`, `stats()` and the admin view: the heaviest clients by
+   * recent rate (a summary of fixed memory, whatever the number of clients), counters by outcome and rule over the
+   * last hour, a live tail while watched. Off, the hot path pays one branch. On Redis, every process's summary is
+   * shared there (`share`), so that `top()` answers for the whole fleet. @default false
+   * @example limiter({ rules, observe: { capacity: 1000, halfLife: 10_000 } })
+   */
+  observe?: boolean | ObserveOptions;
+}
+
+/** TopOptions — which clients `top()` lists. */
+export interface TopOptions {
+  /** n — how many, at most (1 to the summary's capacity). @default 10 */
+  n?: number;
+  /** by — `'rate'` (recent rate of requests) or `'refused'` (recent rate of refused ones). @default 'rate' */
+  by?: 'rate' | 'refused';
+  /** now — ms, instead of the clock's. */
+  now?: number;
+}
+
+/** TopEntry — one of the heaviest clients, with its block or exemption (if any). */
+export interface TopEntry extends HeavyHitter {
+  blocked: boolean;
+  exempt: boolean;
+}
+
+/** Inspection — everything the limiter knows of one key now. */
+export interface Inspection {
+  key: string;
+  /** decision — what a request of cost 0 gets now: every rule's state, charging nothing. */
+  decision: Decision;
+  /** override — its block or exemption, with reason and end (`until` Infinity: until lifted). */
+  override?: OverrideEntry;
+  /** observed — its entry in the heavy-hitters summary of this process, when it is among the tracked clients. */
+  observed?: HeavyHitter;
 }
 
 /** CheckOptions — one request. */
@@ -71,6 +110,10 @@ export class Limiter {
   private last = -Infinity;
   /** denialCache — the local cache of denials, when enabled and exact for this policy. */
   readonly denialCache: DenialCache | undefined;
+  /** observer — what the limiter remembers of its decisions (`observe` option), or undefined. */
+  readonly observer: Observer | undefined;
+  /** sharing — the timer writing the observer's summary to a shared store (Redis), or undefined. Stopped by `close()`. */
+  readonly sharing: Sharing | undefined;
 
   constructor(options: LimiterOptions) {
     if (typeof options !== 'object' || options === null) throw new RatekeeperError(`limiter takes an options object with rules, got ${show(options)}`);
@@ -89,6 +132,12 @@ export class Limiter {
     this.bound = store.attach(this.policy);
     const dc = options.denialCache;
     if (dc !== undefined && dc !== false && DenialCache.eligible(this.policy)) this.denialCache = new DenialCache(dc === true ? {} : dc);
+    const ob = options.observe;
+    if (ob !== undefined && ob !== false) {
+      this.observer = new Observer(this.policy.rules.map((r) => r.name), ob === true ? {} : ob);
+      const every = this.observer.share;
+      if (every !== false && typeof this.bound.shareSummary === 'function') this.sharing = new Sharing(this.observer, this.bound, every, () => this.tick());
+    }
   }
 
   /** sync — whether the store answers synchronously, so that `checkSync` may be used (the memory store). */
@@ -103,9 +152,17 @@ export class Limiter {
       const k = key_(key);
       const now = this.time(options);
       const cache = this.denialCache;
-      if (cache !== undefined) return this.cached(cache, k, cost, now, now ?? this.tick());
+      const obs = this.observer;
+      if (cache !== undefined) {
+        const p = this.cached(cache, k, cost, now, now ?? this.tick());
+        return obs === undefined ? p : this.observed(obs, p, k, cost, now);
+      }
       const d = this.bound.evaluate(k, cost, now);
-      return this.bound.sync ? Promise.resolve(d as Decision) : (d as Promise<Decision>);
+      if (this.bound.sync) {
+        if (obs !== undefined) obs.record(k, cost, d as Decision, now as number);
+        return Promise.resolve(d as Decision);
+      }
+      return obs === undefined ? (d as Promise<Decision>) : this.observed(obs, d as Promise<Decision>, k, cost, now);
     } catch (e) {
       return Promise.reject(e);
     }
@@ -121,11 +178,24 @@ export class Limiter {
     return d;
   }
 
+  /** observed — an asynchronous decision, recorded by the observer when it arrives (at the call's time). */
+  private observed(obs: Observer, p: Promise<Decision>, k: string, cost: number, now: number | undefined): Promise<Decision> {
+    const t = now ?? this.tick();
+    return p.then((d) => {
+      obs.record(k, cost, d, t);
+      return d;
+    });
+  }
+
   /** checkSync — `check` without the promise, for synchronous stores. Throws on misuse or an asynchronous store. */
   checkSync(key: string, options?: CheckOptions): Decision {
     if (!this.bound.sync) throw new RatekeeperError(`checkSync needs a synchronous store such as memoryStore(); use check() with this one`, 'ERR_ARGUMENT');
     const cost = cost_(options);
-    return this.bound.evaluate(key_(key), cost, this.time(options)) as Decision;
+    const k = key_(key);
+    const now = this.time(options) as number;
+    const d = this.bound.evaluate(k, cost, now) as Decision;
+    if (this.observer !== undefined) this.observer.record(k, cost, d, now);
+    return d;
   }
 
   /** peek — the decision a request of `key` would get, charging nothing (a check of cost 0). */
@@ -175,9 +245,71 @@ export class Limiter {
     await this.bound.clearOverride(key_(key), 'exempt' satisfies Override['kind']);
   }
 
-  /** close — closes the store (connections it owns). */
+  /** close — stops sharing observations and closes the store (connections it owns). */
   async close(): Promise<void> {
+    this.sharing?.stop();
     await this.store.close?.();
+  }
+
+  // Observation: the operators' view (see docs/admin.md).
+
+  /**
+   * top — the heaviest clients now by recent rate (or refused rate), from the observer's summary; on a shared store
+   * (Redis), merged with every other process's latest summary. Each with whether it is blocked or exempt.
+   * Needs `observe`.
+   */
+  async top(options: TopOptions = {}): Promise<TopEntry[]> {
+    const obs = this.observing('top');
+    const n = options.n ?? 10;
+    if (!Number.isSafeInteger(n) || n < 1) throw new RatekeeperError(`top.n must be an integer >= 1, got ${show(options.n)}`, 'ERR_ARGUMENT');
+    const by = options.by ?? 'rate';
+    if (by !== 'rate' && by !== 'refused') throw new RatekeeperError(`top.by must be 'rate' or 'refused', got ${show(options.by)}`, 'ERR_ARGUMENT');
+    const now = options.now ?? this.tick();
+    const list = this.sharing !== undefined ? await this.sharing.merged(n, now, by) : obs.top(n, now, by);
+    const overrides = new Map<string, OverrideEntry>();
+    if (list.length > 0) for (const o of await this.overrides(options.now)) overrides.set(o.key, o);
+    return list.map((e) => {
+      const kind = overrides.get(e.key)?.kind;
+      return { ...e, blocked: kind === 'block', exempt: kind === 'exempt' };
+    });
+  }
+
+  /** inspect — `key`'s state now: every rule's as a cost-0 decision (nothing charged), its block or exemption, its observed rate. */
+  async inspect(key: string, options: { now?: number } = {}): Promise<Inspection> {
+    const k = key_(key);
+    const now = this.time(options);
+    const decision = await this.bound.evaluate(k, 0, now);
+    const out: Inspection = { key: k, decision };
+    const o = this.bound.override === undefined ? undefined : await this.bound.override(k, now);
+    if (o !== undefined) out.override = o;
+    const seen = this.observer?.hitters.get(k, options.now ?? this.tick());
+    if (seen !== undefined) out.observed = seen;
+    return out;
+  }
+
+  /** blocks — the blocks in force now, on every store (on Redis, from the index the scripts keep). */
+  async blocks(options: { now?: number } = {}): Promise<OverrideEntry[]> {
+    return (await this.overrides(options.now)).filter((o) => o.kind === 'block');
+  }
+
+  /** exemptions — the exemptions in force now. */
+  async exemptions(options: { now?: number } = {}): Promise<OverrideEntry[]> {
+    return (await this.overrides(options.now)).filter((o) => o.kind === 'exempt');
+  }
+
+  /** stats — decisions by outcome and by refusing rule since the start, and per bucket from `from` (ms). Needs `observe`. */
+  stats(options: { from?: number; now?: number } = {}): Stats {
+    return this.observing('stats').stats(options.now ?? this.tick(), options.from);
+  }
+
+  private async overrides(now: number | undefined): Promise<OverrideEntry[]> {
+    if (this.bound.overrides === undefined) throw new RatekeeperError(`this store cannot list blocks and exemptions`, 'ERR_ARGUMENT');
+    return this.bound.overrides(now ?? (this.bound.ownClock ? undefined : this.tick()));
+  }
+
+  private observing(what: string): Observer {
+    if (this.observer === undefined) throw new RatekeeperError(`${what}() needs a limiter made with { observe: true }`, 'ERR_ARGUMENT');
+    return this.observer;
   }
 
   /** time — the call's time: its explicit `now`, else the store's own clock, else ours (clamped to never step back). */

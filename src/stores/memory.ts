@@ -2,7 +2,7 @@ import type { Decision, Override } from '../core/types.js';
 import type { Policy } from '../core/policy.js';
 import type { Log } from '../core/algorithms/slidingLog.js';
 import { RatekeeperError, show } from '../core/errors.js';
-import type { BoundStore, OverrideRequest, Store } from './types.js';
+import type { BoundStore, OverrideEntry, OverrideRequest, Store } from './types.js';
 
 /** MemoryStoreOptions — the embedded store's bounds. */
 export interface MemoryStoreOptions {
@@ -45,6 +45,17 @@ export class MemoryStore implements Store {
 
 const NONE = -1;
 
+/** Listed — an override as the table keeps it: with `since`, ms when it was set (for listing). */
+interface Listed extends Override {
+  since: number;
+}
+
+function entry(key: string, o: Listed): OverrideEntry {
+  const e: OverrideEntry = { key, kind: o.kind, until: o.until, since: o.since };
+  if (o.reason !== undefined) e.reason = o.reason;
+  return e;
+}
+
 /**
  * MemoryTable — the clients of one policy: a Map from key to slot, the rule state of slot i at
  * slab[i·stride … (i+1)·stride), a log per slot for slidingLog rules, and a doubly linked LRU list over slots
@@ -65,8 +76,8 @@ export class MemoryTable implements BoundStore {
   private older: Int32Array;
   private mru = NONE;
   private lru = NONE;
-  /** overrides — blocks and exemptions by key; an expired one is removed when next seen. */
-  private readonly overrides = new Map<string, Override>();
+  /** overridden — blocks and exemptions by key; an expired one is removed when next seen. */
+  private readonly overridden = new Map<string, Listed>();
   private readonly stride: number;
   /** zero — the state of a client not in the table, for looks that store nothing (cost 0). */
   private readonly zero: Float64Array;
@@ -88,7 +99,7 @@ export class MemoryTable implements BoundStore {
   evaluate(key: string, cost: number, now: number | undefined): Decision {
     const t = now as number;
     let override: Override | undefined;
-    if (this.overrides.size > 0) override = this.override(key, t);
+    if (this.overridden.size > 0) override = this.live(key, t);
     let slot = this.slots.get(key);
     if (slot === undefined) {
       if (cost === 0) {
@@ -103,13 +114,13 @@ export class MemoryTable implements BoundStore {
   }
 
   setOverride(key: string, request: OverrideRequest, now: number | undefined): void {
-    const o: Override = { kind: request.kind, until: (now as number) + request.for };
+    const o: Listed = { kind: request.kind, until: (now as number) + request.for, since: now as number };
     if (request.reason !== undefined) o.reason = request.reason;
-    this.overrides.set(key, o);
+    this.overridden.set(key, o);
   }
 
   clearOverride(key: string, kind: Override['kind']): void {
-    if (this.overrides.get(key)?.kind === kind) this.overrides.delete(key);
+    if (this.overridden.get(key)?.kind === kind) this.overridden.delete(key);
   }
 
   reset(key: string): void {
@@ -122,17 +133,38 @@ export class MemoryTable implements BoundStore {
   /** clear — forgets every client and override. */
   clear(): void {
     this.slots.clear();
-    this.overrides.clear();
+    this.overridden.clear();
     this.keys = [];
     this.logs = [];
     this.slab.fill(0);
     this.mru = this.lru = NONE;
   }
 
-  private override(key: string, now: number): Override | undefined {
-    const o = this.overrides.get(key);
+  // Observation: listing the blocks and exemptions (the operators' view).
+
+  /** overrides — every block and exemption in force at `now` (ms); expired ones are removed. */
+  overrides(now: number | undefined): OverrideEntry[] {
+    const out: OverrideEntry[] = [];
+    for (const [key, o] of this.overridden) {
+      if (o.until <= (now as number)) {
+        this.overridden.delete(key);
+        continue;
+      }
+      out.push(entry(key, o));
+    }
+    return out;
+  }
+
+  /** override — `key`'s block or exemption in force at `now` (ms), if any. */
+  override(key: string, now: number | undefined): OverrideEntry | undefined {
+    const o = this.live(key, now as number);
+    return o === undefined ? undefined : entry(key, o);
+  }
+
+  private live(key: string, now: number): Listed | undefined {
+    const o = this.overridden.get(key);
     if (o !== undefined && o.until <= now) {
-      this.overrides.delete(key);
+      this.overridden.delete(key);
       return undefined;
     }
     return o;

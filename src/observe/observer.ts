@@ -1,0 +1,252 @@
+import type { Decision } from '../core/types.js';
+import { RatekeeperError, show } from '../core/errors.js';
+import { HeavyHitters, type HeavyHitter, type HeavyHittersOptions } from './heavyHitters.js';
+import { DecisionSeries, OUTCOMES, type OutcomeName, type Series } from './series.js';
+
+/** ObserveOptions — what a limiter remembers of its decisions (`limiter({ observe: { … } })`). */
+export interface ObserveOptions extends HeavyHittersOptions {
+  /** resolution — ms per bucket of the decision series over the last hour, 1000 to 10_000. @default 1000 */
+  resolution?: number;
+  /**
+   * tailAllowed — admitted decisions per second sampled into the live tail (refusals are all kept, up to
+   * `tailRefused` per second; past it they are counted as skipped). The tail is only filled while watched. @default 10
+   */
+  tailAllowed?: number;
+  /** tailRefused — refusals per second kept in the live tail. @default 500 */
+  tailRefused?: number;
+  /**
+   * share — on a store shared by several processes (Redis), how often (ms) this process writes its summary there so
+   * that `top()` merges what every process saw; false: never. A timer (unref'd) stopped by `limiter.close()` or
+   * `limiter.sharing.stop()`. Ignored on the memory store. @default 5000
+   */
+  share?: number | false;
+}
+
+/** TailEvent — one decision of the live tail (or, with `skipped`, how many refusals were left out of it). */
+export interface TailEvent {
+  /** seq — increasing per observer. */
+  seq: number;
+  /** t — ms. */
+  t: number;
+  key: string;
+  cost: number;
+  reason: Decision['reason'];
+  allowed: boolean;
+  retryAfter: number;
+  rate?: number;
+  /** rule — the name of the binding rule of a refusal. */
+  rule?: string;
+  /** skipped — refusals left out since the previous event (over `tailRefused` per second). */
+  skipped?: number;
+}
+
+/** Stats — the decision counters: totals since the start and the series over the last hour. */
+export interface Stats {
+  /** step — ms per bucket. */
+  step: number;
+  /** outcomes — decisions by reason since the limiter was made. */
+  outcomes: Record<OutcomeName, number>;
+  /** rules — refusals by rule (every rule that said no to a refused or dry-run decision) since the start. */
+  rules: Record<string, number>;
+  /** series — per outcome and per rule (`refused:<name>`), counts per bucket. */
+  series: Record<string, Series>;
+}
+
+/** SharedSummary — one process's summary as written to a shared store, decoded. */
+export interface SharedSummary {
+  /** instance — who wrote it; at — ms, when; halfLife — ms, of its rates. */
+  instance: string;
+  at: number;
+  halfLife: number;
+  entries: HeavyHitter[];
+}
+
+/** TAIL_SIZE — events kept for watchers to read (a watcher polling 4 times a second reads up to this many at a time). */
+const TAIL_SIZE = 2048;
+
+/**
+ * Observer — what a limiter remembers of its decisions, beside the hot path: a heavy-hitters summary of its
+ * clients (by recent rate), decision counters by outcome and by refusing rule with their series over the last
+ * hour, and, while someone watches, a sampled tail of decisions (refusals always). Memory is fixed by the options,
+ * whatever the number of clients. Pure: the limiter passes every decision and its time.
+ */
+export class Observer {
+  readonly hitters: HeavyHitters;
+  readonly series: DecisionSeries;
+  readonly ruleNames: readonly string[];
+  readonly share: number | false;
+  private readonly tailAllowed: number;
+  private readonly tailRefused: number;
+  /** tail — a ring of the latest events (seq % TAIL_SIZE); filled only while `watchers` > 0. */
+  private readonly tail: (TailEvent | undefined)[] = new Array(TAIL_SIZE);
+  private seq = 0;
+  /** watchers — open watches; the tail costs nothing when 0. */
+  watchers = 0;
+  /** second, allowedIn, refusedIn, skipped — the tail's sampling budget in the current second. */
+  private second = Number.NaN;
+  private allowedIn = 0;
+  private refusedIn = 0;
+  private skipped = 0;
+
+  constructor(ruleNames: readonly string[], options: ObserveOptions = {}) {
+    if (typeof options !== 'object' || options === null) throw new RatekeeperError(`observe must be true or an options object, got ${show(options)}`);
+    this.hitters = new HeavyHitters(options);
+    this.ruleNames = ruleNames;
+    this.series = new DecisionSeries(OUTCOMES.length + ruleNames.length, options.resolution ?? 1000);
+    this.tailAllowed = count(options.tailAllowed, 10, 'observe.tailAllowed');
+    this.tailRefused = count(options.tailRefused, 500, 'observe.tailRefused');
+    const share = options.share ?? 5000;
+    if (share !== false && (typeof share !== 'number' || !(share >= 100) || share > 2 ** 31 - 1)) {
+      throw new RatekeeperError(`observe.share must be a number of ms >= 100 or false, got ${show(options.share)}`);
+    }
+    this.share = share;
+  }
+
+  /** bytes — the fixed memory of the summary and the series (keys aside: at most `capacity` of them are held). */
+  get bytes(): number {
+    return this.hitters.bytes + this.series.bytes;
+  }
+
+  /** record — one decision of `key` for `cost` at `t` (ms). Cost 0 (a look) is not traffic: ignored. */
+  record(key: string, cost: number, d: Decision, t: number): void {
+    if (!(cost > 0)) return;
+    const reason = d.reason;
+    const refused = reason !== 'allowed' && reason !== 'exempt' && !(reason === 'store-unavailable' && d.allowed);
+    const rate = d.rate;
+    this.hitters.add(key, cost, t, refused, rate === undefined ? Number.NaN : rate);
+    const series = this.series;
+    if (reason === 'allowed') {
+      series.add(t, 0);
+    } else {
+      series.add(t, OUTCOMES.indexOf(reason));
+      if (reason === 'limited' || reason === 'dry-run') {
+        const rules = d.rules;
+        for (let i = 0; i < rules.length; i++) if (!rules[i].allowed) series.add(t, OUTCOMES.length + i);
+      }
+    }
+    if (this.watchers > 0) this.sample(key, cost, d, t, refused);
+  }
+
+  /** top — the `n` heaviest clients at `now`, by recent rate or refused rate. */
+  top(n: number, now: number, by: 'rate' | 'refused' = 'rate'): HeavyHitter[] {
+    return this.hitters.top(n, now, by);
+  }
+
+  /** stats — the counters, and the series from `from` (ms) to `now`. */
+  stats(now: number, from?: number): Stats {
+    const totals = this.series.totals;
+    const columns = this.series.read(now, from);
+    const outcomes = {} as Record<OutcomeName, number>;
+    const series: Record<string, Series> = {};
+    OUTCOMES.forEach((o, i) => {
+      outcomes[o] = totals[i];
+      series[o] = columns[i];
+    });
+    const rules: Record<string, number> = {};
+    this.ruleNames.forEach((name, i) => {
+      rules[name] = totals[OUTCOMES.length + i];
+      series[`refused:${name}`] = columns[OUTCOMES.length + i];
+    });
+    return { step: this.series.step, outcomes, rules, series };
+  }
+
+  /**
+   * watch — starts filling the tail; `read()` returns the events since the previous read (oldest first; when more
+   * than the ring holds arrived meanwhile, the oldest are lost and counted in a `skipped` event), `close()` stops.
+   */
+  watch(): { read(): TailEvent[]; close(): void } {
+    this.watchers++;
+    let next = this.seq;
+    let open = true;
+    return {
+      read: () => {
+        const out: TailEvent[] = [];
+        if (this.seq - next > TAIL_SIZE) {
+          out.push({ seq: next, t: 0, key: '', cost: 0, reason: 'limited', allowed: false, retryAfter: 0, skipped: this.seq - next - TAIL_SIZE });
+          next = this.seq - TAIL_SIZE;
+        }
+        for (; next < this.seq; next++) out.push(this.tail[next % TAIL_SIZE] as TailEvent);
+        return out;
+      },
+      close: () => {
+        if (open) this.watchers--;
+        open = false;
+      },
+    };
+  }
+
+  /** summary — this process's top `n` at `now`, for a shared store. */
+  summary(instance: string, now: number, n: number): SharedSummary {
+    return { instance, at: now, halfLife: this.hitters.halfLife, entries: this.hitters.top(n, now) };
+  }
+
+  private sample(key: string, cost: number, d: Decision, t: number, refused: boolean): void {
+    const s = Math.floor(t / 1000);
+    if (s !== this.second) {
+      this.second = s;
+      this.allowedIn = this.refusedIn = 0;
+    }
+    if (refused) {
+      if (this.refusedIn >= this.tailRefused) {
+        this.skipped++;
+        return;
+      }
+      this.refusedIn++;
+    } else {
+      if (this.allowedIn >= this.tailAllowed) return;
+      this.allowedIn++;
+    }
+    const e: TailEvent = { seq: this.seq, t, key, cost, reason: d.reason, allowed: d.allowed, retryAfter: d.retryAfter };
+    if (d.rate !== undefined) e.rate = d.rate;
+    if (refused && d.rules.length > 1) for (const r of d.rules) if (!r.allowed && r.retryAfter === d.retryAfter) e.rule = r.name;
+    if (refused && d.rules.length === 1) e.rule = d.rules[0].name;
+    if (this.skipped > 0) {
+      e.skipped = this.skipped;
+      this.skipped = 0;
+    }
+    this.tail[this.seq % TAIL_SIZE] = e;
+    this.seq++;
+  }
+}
+
+function count(x: unknown, dflt: number, where: string): number {
+  if (x === undefined) return dflt;
+  if (!Number.isSafeInteger(x) || (x as number) < 0) throw new RatekeeperError(`${where} must be an integer >= 0, got ${show(x)}`);
+  return x as number;
+}
+
+/**
+ * mergeSummaries — the top `n` of several processes' summaries (each decayed from its `at` to `now`): a client's
+ * rates and counts add up (each process saw part of its traffic), firstSeen is the earliest, lastSeen the latest.
+ */
+export function mergeSummaries(summaries: readonly SharedSummary[], now: number, n: number, by: 'rate' | 'refused' = 'rate'): HeavyHitter[] {
+  const merged = new Map<string, HeavyHitter>();
+  for (const s of summaries) {
+    const f = s.halfLife === Infinity || !(now > s.at) ? 1 : Math.exp((-Math.LN2 * (now - s.at)) / s.halfLife);
+    for (const e of s.entries) {
+      const m = merged.get(e.key);
+      if (m === undefined) {
+        const c: HeavyHitter = { ...e, rate: e.rate * f, error: e.error * f, refusedRate: e.refusedRate * f };
+        merged.set(e.key, c);
+        continue;
+      }
+      m.rate += e.rate * f;
+      m.error += e.error * f;
+      m.refusedRate += e.refusedRate * f;
+      m.requests += e.requests;
+      m.refused += e.refused;
+      m.firstSeen = Math.min(m.firstSeen, e.firstSeen);
+      if (e.lastSeen > m.lastSeen) {
+        m.lastSeen = e.lastSeen;
+        if (e.measured !== undefined) m.measured = e.measured;
+      }
+    }
+  }
+  const list = [...merged.values()];
+  if (by === 'refused') {
+    list.sort((a, b) => b.refusedRate - a.refusedRate);
+    return list.filter((e) => e.refusedRate > 0).slice(0, n);
+  }
+  list.sort((a, b) => b.rate - a.rate);
+  return list.slice(0, n);
+}
