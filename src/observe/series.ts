@@ -30,6 +30,8 @@ export class DecisionSeries {
   private readonly ring: Uint32Array;
   /** head — the newest bucket number (floor(t / step)) written; older ones were cleared when passed. */
   private head = Number.NaN;
+  /** origin — the first bucket written: reads start no earlier. */
+  private origin = Number.NaN;
 
   constructor(columns: number, step = 1000, span = 3_600_000) {
     if (typeof step !== 'number' || !(step >= 1000 && step <= 10_000)) {
@@ -57,12 +59,12 @@ export class DecisionSeries {
     this.ring[(b % this.buckets) * this.columns + column]++;
   }
 
-  /** read — every column's buckets from `from` (ms, clamped to the span kept) to the newest bucket at `now`. */
+  /** read — every column's buckets from `from` (ms, clamped to the span kept and to the first decision) to the newest bucket at `now`. */
   read(now: number, from = -Infinity): Series[] {
     const end = Math.floor(now / this.step);
     if (this.head === this.head && end > this.head) this.advance(end);
     const oldest = end - this.buckets + 1;
-    const first = Math.max(oldest, Math.floor(from / this.step));
+    const first = Math.min(end, Math.max(oldest, Math.floor(from / this.step), this.origin === this.origin ? this.origin : end));
     const out: Series[] = [];
     for (let c = 0; c < this.columns; c++) {
       const values: number[] = [];
@@ -78,7 +80,7 @@ export class DecisionSeries {
   private advance(b: number): boolean {
     const head = this.head;
     if (head !== head) {
-      this.head = b;
+      this.head = this.origin = b;
       return true;
     }
     if (b < head) return b > head - this.buckets;

@@ -474,7 +474,7 @@ export class RedisBound implements BoundStore {
   async override(key: string, now: number | undefined): Promise<OverrideEntry | undefined> {
     const { det, member } = this.indexOf(key);
     const [raw, t] = await Promise.all([this.store.callBuffer('HGET', det, member), now ?? this.store.serverTime()]);
-    const e = raw instanceof Buffer ? readEntry(member, raw) : undefined;
+    const e = raw instanceof Buffer ? readEntry(key, raw) : undefined;
     return e !== undefined && e.until > t ? e : undefined;
   }
 
