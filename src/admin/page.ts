@@ -17,11 +17,11 @@ const PAGE_DIR = [new URL('./page/', import.meta.url), new URL('../../../src/adm
   .find((dir) => existsSync(`${dir}index.html`));
 
 const TYPES: Record<string, string> = {
-  html: 'text/html; charset=utf-8', js: 'text/javascript; charset=utf-8', css: 'text/css; charset=utf-8',
+  html: 'text/html; charset=utf-8', js: 'text/javascript; charset=utf-8', css: 'text/css; charset=utf-8', svg: 'image/svg+xml',
 };
 
 /**
- * loadAssets — the page (`''`) and its assets by name: app.js, app.css, and uPlot's script and style from the
+ * loadAssets — the page (`''`) and its assets by name: app.js, app.css, icon.svg, and uPlot's script and style from the
  * `uplot` package (resolved from this module, served as they are: no CDN, no build step). A missing uPlot leaves the
  * chart out (the page says so); a missing page folder is an installation error.
  */
@@ -35,6 +35,7 @@ export function loadAssets(): Map<string, Asset> {
   file('index.html', `${PAGE_DIR}index.html`);
   file('app.js', `${PAGE_DIR}app.js`);
   file('app.css', `${PAGE_DIR}app.css`);
+  file('icon.svg', `${PAGE_DIR}icon.svg`);
   const require = createRequire(import.meta.url);
   for (const name of ['uPlot.iife.min.js', 'uPlot.min.css']) {
     try {

@@ -41,6 +41,7 @@
       throw new Error(data?.error || 'the admin token is needed');
     }
     if (!res.ok) throw new Error(data?.error ? `${data.error}${data.field ? ` (${data.field})` : ''}` : `HTTP ${res.status}`);
+    if (token) $('token-form').hidden = true;
     return data;
   }
 
