@@ -3,9 +3,8 @@ import { RatekeeperError, show } from '../core/errors.js';
 /** HeavyHittersOptions — the summary's size and memory. */
 export interface HeavyHittersOptions {
   /**
-   * capacity — clients tracked at once (Space-Saving counters). Memory is fixed by it, whatever the number of
-   * clients: about 100 bytes per counter plus its key. Every client with more than 1/capacity of the recent traffic
-   * is always among them. @default 1000
+   * capacity — every client with more than 1/capacity of the recent traffic is always listed. Memory is fixed by it,
+   * whatever the number of clients: 2 × capacity counters of 72 bytes plus their keys. @default 1000
    */
   capacity?: number;
   /**
@@ -18,9 +17,9 @@ export interface HeavyHittersOptions {
 /** HeavyHitter — one client of the summary, as of `now`. */
 export interface HeavyHitter {
   key: string;
-  /** rate — the client's recent rate, cost units per second (decayed count × λ); overestimated by at most `error`. */
+  /** rate — the client's recent rate, cost units per second (decayed count × λ); under the truth by at most `error`. */
   rate: number;
-  /** error — the most `rate` may be over the truth, per second (what the counter inherited when the client entered). */
+  /** error — the most `rate` may be under the truth, per second (the same for every client: what was subtracted to make room). */
   error: number;
   /** refusedRate — the recent rate of its refused requests, cost units per second (counted since it entered). */
   refusedRate: number;
@@ -38,35 +37,41 @@ export interface HeavyHitter {
 const RENORMALIZE = 50;
 
 /**
- * HeavyHitters — the heaviest clients of a stream by recent rate, in memory fixed by `capacity`: Space-Saving
- * (Metwally, Agrawal, El Abbadi 2005) over forward-decayed weights (Cormode, Shkapenyuk, Srivastava, Xu 2009).
+ * HeavyHitters — the heaviest clients of a stream by recent rate, in memory fixed by `capacity`: the Frequent
+ * (Misra–Gries) summary with batched decrements, over forward-decayed weights (Cormode, Shkapenyuk, Srivastava,
+ * Xu 2009).
  *
  * A request of cost c at time t adds c·e^{λ(t − L)} to its client's counter (L, the landmark, is moved forward now
- * and then, scaling every counter by the same factor, so the weights never overflow); the counter times
- * λ·e^{−λ(now − L)} is the client's exponentially weighted recent rate — EARRRL's estimate, per second.
- * A client not in the summary takes over the smallest counter and inherits its count as `error`. The guarantees
- * of Space-Saving hold for the decayed counts: every counter overestimates its client's by at most the smallest
- * counter, which is at most the total decayed weight / capacity; so every client with more than 1/capacity of
- * the (decayed) traffic is in the summary, and its rate is within total/capacity of the truth.
+ * and then, scaling every counter by the same factor, so the weights never overflow); a counter times
+ * λ·e^{−λ(now − L)} is that client's exponentially weighted recent rate — EARRRL's estimate, per second.
+ * There are 2·capacity counters. When they are all taken and a new client comes, the capacity-th largest count m
+ * is found (quickselect, O(capacity)) and subtracted from every counter; the counters left at or below 0 (at least
+ * capacity of them) are freed. So a client's count is under its true decayed count by at most the sum D of the
+ * subtractions, and since each one removed at least capacity·m of weight, D <= total / capacity: every client with
+ * more than 1/capacity of the (decayed) traffic keeps a positive counter and is listed, its rate in
+ * [rate, rate + error] with error = D as a rate.
  *
- * Counters live in typed arrays indexed by slot; a min-heap of slots finds the smallest counter in O(1), and an
- * update costs one Map lookup and a sift of O(log capacity), with no allocation once a client is tracked.
+ * A client already counted costs one Map lookup and a few additions; a new one a Map insertion, and every
+ * capacity-th new one a pass over the counters: O(1) amortized, no allocation per request but the Map's.
  */
 export class HeavyHitters {
   readonly capacity: number;
   readonly halfLife: number;
   /** lambda — decay rate per ms (ln 2 / halfLife; 0 for Infinity). */
   readonly lambda: number;
+  /** slotsMax — counters kept: 2 × capacity. */
+  private readonly slotsMax: number;
   /** total — the decayed weight of every request seen, in landmark units (same scale as `count`). */
   private total = 0;
+  /** dropped — D: the sum of the subtractions, landmark units (<= total / capacity). */
+  private dropped = 0;
   /** landmark — ms: the time whose weight is 1. */
   private landmark = Number.NaN;
-  /** slots — key → slot; size <= capacity. */
+  /** slots — key → slot; slots 0 … size−1 are taken. */
   private readonly slots = new Map<string, number>();
   private readonly keys: string[];
-  /** count, error, refusedCount — landmark units: decayed weight, inherited overestimate, decayed refused weight. */
+  /** count, refusedCount — landmark units: decayed weight counted (minus D's part), decayed refused weight since entry. */
   private readonly count: Float64Array;
-  private readonly error: Float64Array;
   private readonly refusedCount: Float64Array;
   /** requests, refused — undecayed cost since firstSeen. */
   private readonly requests: Float64Array;
@@ -75,9 +80,8 @@ export class HeavyHitters {
   private readonly last: Float64Array;
   /** measured — the rules' rate at the latest request (NaN: none measured). */
   private readonly measured: Float64Array;
-  /** heap — slots as a min-heap on count: heap[0] is the slot to take over; where[slot] is its place in heap. */
-  private readonly heap: Int32Array;
-  private readonly where: Int32Array;
+  /** scratch — a copy of the counts for quickselect. */
+  private readonly scratch: Float64Array;
   /** memo — the weight of the latest time seen, so that a burst at one ms costs one exp. */
   private memoT = Number.NaN;
   private memoW = 1;
@@ -94,27 +98,26 @@ export class HeavyHitters {
     this.capacity = capacity;
     this.halfLife = halfLife;
     this.lambda = halfLife === Infinity ? 0 : Math.LN2 / halfLife;
-    this.keys = new Array<string>(capacity);
-    this.count = new Float64Array(capacity);
-    this.error = new Float64Array(capacity);
-    this.refusedCount = new Float64Array(capacity);
-    this.requests = new Float64Array(capacity);
-    this.refused = new Float64Array(capacity);
-    this.first = new Float64Array(capacity);
-    this.last = new Float64Array(capacity);
-    this.measured = new Float64Array(capacity);
-    this.heap = new Int32Array(capacity);
-    this.where = new Int32Array(capacity);
+    const n = (this.slotsMax = 2 * capacity);
+    this.keys = new Array<string>(n);
+    this.count = new Float64Array(n);
+    this.refusedCount = new Float64Array(n);
+    this.requests = new Float64Array(n);
+    this.refused = new Float64Array(n);
+    this.first = new Float64Array(n);
+    this.last = new Float64Array(n);
+    this.measured = new Float64Array(n);
+    this.scratch = new Float64Array(n);
   }
 
-  /** size — clients tracked now (<= capacity). */
+  /** size — clients counted now (<= 2 × capacity). */
   get size(): number {
     return this.slots.size;
   }
 
-  /** bytes — the memory of the counters (typed arrays), without the key strings (which the caller's keys bound). */
+  /** bytes — the memory of the counters (typed arrays), without the key strings (at most 2 × capacity of them). */
   get bytes(): number {
-    return this.capacity * (8 * 8 + 4 * 2 + 8);
+    return this.slotsMax * 8 * 8;
   }
 
   /**
@@ -122,7 +125,7 @@ export class HeavyHitters {
    * Times may arrive slightly out of order (several instances' clocks): an older one simply weighs less.
    */
   add(key: string, cost: number, t: number, refused: boolean, measured: number): void {
-    const w = cost * this.weight(t);
+    const w = cost * (t === this.memoT ? this.memoW : this.weight(t));
     this.total += w;
     let slot = this.slots.get(key);
     if (slot === undefined) {
@@ -137,7 +140,6 @@ export class HeavyHitters {
       this.refused[slot] += cost;
     }
     this.measured[slot] = measured;
-    this.down(this.where[slot]);
   }
 
   /** top — the `n` heaviest clients as of `now` (ms), by recent rate or by refused rate, heaviest first. */
@@ -149,13 +151,13 @@ export class HeavyHitters {
     order.sort((a, b) => key[b] - key[a]);
     const out: HeavyHitter[] = [];
     for (let i = 0; i < size && out.length < n; i++) {
-      if (by === 'refused' && key[order[i]] === 0) break;
+      if (key[order[i]] <= 0) break;
       out.push(this.entry(order[i], now));
     }
     return out;
   }
 
-  /** get — one client's entry as of `now`, or undefined when it is not tracked. */
+  /** get — one client's entry as of `now`, or undefined when it is not counted. */
   get(key: string, now: number): HeavyHitter | undefined {
     const slot = this.slots.get(key);
     return slot === undefined ? undefined : this.entry(slot, now);
@@ -166,15 +168,15 @@ export class HeavyHitters {
     return this.toRate(this.total, now);
   }
 
-  /** minRate — the smallest counter as a rate: the bound on every `error`, and what a client needs to be sure to be listed. */
+  /** minRate — D as a rate: the most any rate is under the truth; a client above it is sure to be listed. */
   minRate(now: number): number {
-    return this.slots.size < this.capacity ? 0 : this.toRate(this.count[this.heap[0]], now);
+    return this.toRate(this.dropped, now);
   }
 
   /** clear — forgets every client. */
   clear(): void {
     this.slots.clear();
-    this.total = 0;
+    this.total = this.dropped = 0;
     this.landmark = Number.NaN;
     this.memoT = Number.NaN;
   }
@@ -182,7 +184,7 @@ export class HeavyHitters {
   private entry(slot: number, now: number): HeavyHitter {
     const m = this.measured[slot];
     const e: HeavyHitter = {
-      key: this.keys[slot], rate: this.toRate(this.count[slot], now), error: this.toRate(this.error[slot], now),
+      key: this.keys[slot], rate: this.toRate(this.count[slot], now), error: this.toRate(this.dropped, now),
       refusedRate: this.toRate(this.refusedCount[slot], now), requests: this.requests[slot], refused: this.refused[slot],
       firstSeen: this.first[slot], lastSeen: this.last[slot],
     };
@@ -201,11 +203,16 @@ export class HeavyHitters {
 
   /** weight — e^{λ(t − L)}, moving the landmark to t (scaling every counter) when it grows too large. */
   private weight(t: number): number {
-    if (t === this.memoT) return this.memoW;
     if (this.landmark !== this.landmark) this.landmark = t;
     let x = this.lambda * (t - this.landmark);
     if (x > RENORMALIZE) {
-      this.rescale(Math.exp(-x));
+      const f = Math.exp(-x);
+      this.total *= f;
+      this.dropped *= f;
+      for (let i = 0, n = this.slots.size; i < n; i++) {
+        this.count[i] *= f;
+        this.refusedCount[i] *= f;
+      }
       this.landmark = t;
       x = 0;
     }
@@ -214,31 +221,13 @@ export class HeavyHitters {
     return this.memoW;
   }
 
-  private rescale(f: number): void {
-    this.total *= f;
-    for (let i = 0, n = this.slots.size; i < n; i++) {
-      this.count[i] *= f;
-      this.error[i] *= f;
-      this.refusedCount[i] *= f;
-    }
-  }
-
-  /** enter — a slot for a new client: a free one, or the smallest counter's (Space-Saving: its count becomes the error). */
+  /** enter — a counter for a new client: the next free one, after making room when all are taken. */
   private enter(key: string, t: number): number {
-    let slot = this.slots.size;
-    if (slot < this.capacity) {
-      this.heap[slot] = slot;
-      this.where[slot] = slot;
-      this.count[slot] = 0;
-      this.error[slot] = 0;
-      this.up(slot);
-    } else {
-      slot = this.heap[0];
-      this.slots.delete(this.keys[slot]);
-      this.error[slot] = this.count[slot];
-    }
+    if (this.slots.size === this.slotsMax) this.shrink();
+    const slot = this.slots.size;
     this.slots.set(key, slot);
     this.keys[slot] = key;
+    this.count[slot] = 0;
     this.refusedCount[slot] = 0;
     this.requests[slot] = 0;
     this.refused[slot] = 0;
@@ -247,41 +236,60 @@ export class HeavyHitters {
     return slot;
   }
 
-  /** down — restores the heap below place i after its counter grew. */
-  private down(i: number): void {
-    const heap = this.heap;
-    const count = this.count;
+  /** shrink — subtracts the capacity-th largest count from every counter and frees those left at or below 0, packing the rest. */
+  private shrink(): void {
     const n = this.slots.size;
-    const slot = heap[i];
-    const c = count[slot];
-    for (;;) {
-      const l = 2 * i + 1;
-      if (l >= n) break;
-      const r = l + 1;
-      const m = r < n && count[heap[r]] < count[heap[l]] ? r : l;
-      if (count[heap[m]] >= c) break;
-      heap[i] = heap[m];
-      this.where[heap[i]] = i;
-      i = m;
-    }
-    heap[i] = slot;
-    this.where[slot] = i;
-  }
-
-  /** up — restores the heap above place i (a new counter of 0 goes to the top). */
-  private up(i: number): void {
-    const heap = this.heap;
     const count = this.count;
-    const slot = heap[i];
-    const c = count[slot];
-    while (i > 0) {
-      const p = (i - 1) >> 1;
-      if (count[heap[p]] <= c) break;
-      heap[i] = heap[p];
-      this.where[heap[i]] = i;
-      i = p;
+    const s = this.scratch;
+    s.set(count.subarray(0, n));
+    const m = select(s, n, this.capacity - 1);
+    this.dropped += m;
+    let to = 0;
+    for (let from = 0; from < n; from++) {
+      const c = count[from] - m;
+      const key = this.keys[from];
+      if (c <= 0) {
+        this.slots.delete(key);
+        continue;
+      }
+      if (to !== from) {
+        this.keys[to] = key;
+        this.slots.set(key, to);
+        this.refusedCount[to] = this.refusedCount[from];
+        this.requests[to] = this.requests[from];
+        this.refused[to] = this.refused[from];
+        this.first[to] = this.first[from];
+        this.last[to] = this.last[from];
+        this.measured[to] = this.measured[from];
+      }
+      count[to] = c;
+      to++;
     }
-    heap[i] = slot;
-    this.where[slot] = i;
   }
+}
+
+/** select — the k-th largest (0-based) of a[0 … n) by quickselect, reordering a. */
+function select(a: Float64Array, n: number, k: number): number {
+  let lo = 0;
+  let hi = n - 1;
+  while (lo < hi) {
+    const pivot = a[(lo + hi) >> 1];
+    let i = lo;
+    let j = hi;
+    while (i <= j) {
+      while (a[i] > pivot) i++;
+      while (a[j] < pivot) j--;
+      if (i <= j) {
+        const x = a[i];
+        a[i] = a[j];
+        a[j] = x;
+        i++;
+        j--;
+      }
+    }
+    if (k <= j) hi = j;
+    else if (k >= i) lo = i;
+    else return a[k];
+  }
+  return a[k];
 }

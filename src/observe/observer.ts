@@ -5,6 +5,14 @@ import { DecisionSeries, OUTCOMES, type OutcomeName, type Series } from './serie
 
 /** ObserveOptions — what a limiter remembers of its decisions (`limiter({ observe: { … } })`). */
 export interface ObserveOptions extends HeavyHittersOptions {
+  /**
+   * samples — the most requests per second fed into the heavy-hitters summary. Below it every request is; above it
+   * each one is, at random, with probability samples / (the previous 100 ms' rate, or this one's once it is over
+   * twice the budget), weighted by the inverse, so that
+   * rates and counts stay unbiased and observation costs a bounded amount of work however busy the limiter is
+   * (the decision counters are always exact). Infinity: every request. @default 10_000
+   */
+  samples?: number;
   /** resolution — ms per bucket of the decision series over the last hour, 1000 to 10_000. @default 1000 */
   resolution?: number;
   /**
@@ -76,6 +84,16 @@ export class Observer {
   readonly ruleNames: readonly string[];
   readonly share: number | false;
   private readonly tailAllowed: number;
+  /** budget — requests fed into the summary per 100 ms window at most (samples / 10). */
+  private readonly budget: number;
+  /** window, seen, keep — the current 100 ms window, requests seen in it, and the probability of feeding one (from the previous window). */
+  private window = Number.NaN;
+  /** lastT — the latest time recorded (ms): the series' bucket and the window only move when it changes. */
+  private lastT = Number.NaN;
+  private seen = 0;
+  /** recheck — the count of this window at which the probability is checked again (doubling). */
+  private recheck = Infinity;
+  keep = 1;
   private readonly tailRefused: number;
   /** tail — a ring of the latest events (seq % TAIL_SIZE); filled only while `watchers` > 0. */
   private readonly tail: (TailEvent | undefined)[] = new Array(TAIL_SIZE);
@@ -93,6 +111,9 @@ export class Observer {
     this.hitters = new HeavyHitters(options);
     this.ruleNames = ruleNames;
     this.series = new DecisionSeries(OUTCOMES.length + ruleNames.length, options.resolution ?? 1000);
+    const samples = options.samples ?? 10_000;
+    if (typeof samples !== 'number' || !(samples >= 10)) throw new RatekeeperError(`observe.samples must be a number >= 10 (per second) or Infinity, got ${show(options.samples)}`);
+    this.budget = samples / 10;
     this.tailAllowed = count(options.tailAllowed, 10, 'observe.tailAllowed');
     this.tailRefused = count(options.tailRefused, 500, 'observe.tailRefused');
     const share = options.share ?? 5000;
@@ -110,22 +131,41 @@ export class Observer {
   /** record — one decision of `key` for `cost` at `t` (ms). Cost 0 (a look) is not traffic: ignored. */
   record(key: string, cost: number, d: Decision, t: number): void {
     if (!(cost > 0)) return;
+    if (t !== this.lastT) this.moveTo(t);
+    if (++this.seen === this.recheck) this.burst();
+    const keep = this.keep;
     const reason = d.reason;
-    const refused = reason !== 'allowed' && reason !== 'exempt' && !(reason === 'store-unavailable' && d.allowed);
-    const rate = d.rate;
-    this.hitters.add(key, cost, t, refused, rate === undefined ? Number.NaN : rate);
-    const series = this.series;
     if (reason === 'allowed') {
-      series.add(t, 0);
-    } else {
-      series.add(t, OUTCOMES.indexOf(reason));
-      if (reason === 'limited' || reason === 'dry-run') {
-        const rules = d.rules;
-        for (let i = 0; i < rules.length; i++) if (!rules[i].allowed) series.add(t, OUTCOMES.length + i);
+      this.series.bump(0);
+      if (keep === 1 || Math.random() < keep) {
+        const rate = d.rate;
+        this.hitters.add(key, keep === 1 ? cost : cost / keep, t, false, rate === undefined ? Number.NaN : rate);
       }
+      if (this.watchers > 0) this.sample(key, cost, d, t, false);
+      return;
+    }
+    const refused = reason !== 'exempt' && !(reason === 'store-unavailable' && d.allowed);
+    const series = this.series;
+    series.bump(OUTCOMES.indexOf(reason));
+    if (reason === 'limited' || reason === 'dry-run') {
+      const rules = d.rules;
+      for (let i = 0; i < rules.length; i++) if (!rules[i].allowed) series.bump(OUTCOMES.length + i);
+    }
+    if (keep === 1 || Math.random() < keep) {
+      const rate = d.rate;
+      this.hitters.add(key, keep === 1 ? cost : cost / keep, t, refused, rate === undefined ? Number.NaN : rate);
     }
     if (this.watchers > 0) this.sample(key, cost, d, t, refused);
   }
+
+  /** moveTo — a new time (ms): the series' bucket and, in a new 100 ms window, the sampling probability. */
+  private moveTo(t: number): void {
+    this.lastT = t;
+    this.series.moveTo(t);
+    const w = Math.floor(t / 100);
+    if (w !== this.window) this.sampling(w);
+  }
+
 
   /** top — the `n` heaviest clients at `now`, by recent rate or refused rate. */
   top(n: number, now: number, by: 'rate' | 'refused' = 'rate'): HeavyHitter[] {
@@ -178,6 +218,21 @@ export class Observer {
   /** summary — this process's top `n` at `now`, for a shared store. */
   summary(instance: string, now: number, n: number): SharedSummary {
     return { instance, at: now, halfLife: this.hitters.halfLife, entries: this.hitters.top(n, now) };
+  }
+
+  /** sampling — a new 100 ms window: the probability of feeding a request is the budget over the previous window's count. */
+  private sampling(w: number): void {
+    this.keep = w === this.window + 1 && this.seen > this.budget ? this.budget / this.seen : 1;
+    this.window = w;
+    this.seen = 0;
+    this.recheck = 2 * this.budget;
+  }
+
+  /** burst — this window has seen twice the budget again: the probability drops at once (a burst after a quiet window). */
+  private burst(): void {
+    const k = this.budget / this.seen;
+    if (k < this.keep) this.keep = k;
+    this.recheck *= 2;
   }
 
   private sample(key: string, cost: number, d: Decision, t: number, refused: boolean): void {

@@ -49,14 +49,29 @@ export class DecisionSeries {
     return this.ring.byteLength + this.totals.byteLength;
   }
 
+  /** at — where `bump` counts: the bucket of the latest `moveTo` (−1: older than the span kept: totals only). */
+  private at = -1;
+
   /** add — counts one decision in `column` at `t` (ms). A time before the span kept is counted in the totals only. */
   add(t: number, column: number): void {
-    this.totals[column]++;
+    this.moveTo(t);
+    this.bump(column);
+  }
+
+  /** moveTo — the bucket of `t` (ms) becomes the one `bump` counts in (the hot path calls it once per new ms). */
+  moveTo(t: number): void {
     const b = Math.floor(t / this.step);
-    if (b !== this.head) {
-      if (!this.advance(b)) return;
+    if (b !== this.head && !this.advance(b)) {
+      this.at = -1;
+      return;
     }
-    this.ring[(b % this.buckets) * this.columns + column]++;
+    this.at = (b % this.buckets) * this.columns;
+  }
+
+  /** bump — counts one decision in `column`, in the bucket of the latest `moveTo`. */
+  bump(column: number): void {
+    this.totals[column]++;
+    if (this.at >= 0) this.ring[this.at + column]++;
   }
 
   /** read — every column's buckets from `from` (ms, clamped to the span kept and to the first decision) to the newest bucket at `now`. */

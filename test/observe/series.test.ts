@@ -37,4 +37,25 @@ describe('decision series', () => {
     assert.throws(() => new Observer(['x'], { share: 5 }), /observe\.share must be a number of ms >= 100 or false, got 5/);
     assert.throws(() => limiter({ rules: '1/s' }).stats(), /stats\(\) needs a limiter made with \{ observe: true \}/);
   });
+
+  it('sampling: past `samples` per second the summary is fed a weighted random sample; the top and its rates hold', () => {
+    const obs = new Observer(['r'], { samples: 1000, halfLife: 1000 });
+    const allowed = { allowed: true, reason: 'allowed', limit: 1, remaining: 1, retryAfter: 0, resetAfter: 0, rules: [] } as any;
+    let t = 1_000_000;
+    let fed = 0;
+    const add = obs.hitters.add.bind(obs.hitters);
+    obs.hitters.add = (...a) => {
+      fed++;
+      add(...a);
+    };
+    for (let ms = 0; ms < 5000; ms++, t++) {
+      for (let i = 0; i < 10; i++) obs.record(i < 3 ? 'abuser' : `c${ms}:${i}`, 1, allowed, t); // 10 000/s, the abuser 3 000/s
+    }
+    assert.ok(fed < 7000, `fed ${fed} of 50 000 requests (about 1000/s)`);
+    assert.ok(obs.keep > 0.08 && obs.keep < 0.12, `keep ${obs.keep}`);
+    const [top] = obs.top(1, t);
+    assert.equal(top.key, 'abuser');
+    assert.ok(Math.abs(top.rate - 3000) < 450, `rate ${top.rate} ≈ 3000/s`);
+    assert.equal(obs.stats(t).outcomes.allowed, 50_000, 'the counters stay exact');
+  });
 });
