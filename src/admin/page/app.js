@@ -85,7 +85,10 @@
       chart = new window.uPlot({
         width, height: 240,
         series: [{}, { label: 'allowed /s', stroke: '#1f7a3f', width: 2 }, { label: 'refused /s', stroke: '#b3261e', width: 2 }],
-        axes: [{}, { label: 'decisions / s' }],
+        axes: [
+          { incrs: [1, 2, 5, 10, 15, 30, 60, 120, 300, 600], values: (u, ticks) => ticks.map((v) => new Date(v * 1000).toLocaleTimeString()) },
+          { label: 'decisions / s' },
+        ],
         scales: { x: { time: true } },
       }, data, $('chart'));
       window.addEventListener('resize', () => chart.setSize({ width: Math.max(320, $('chart').clientWidth - 10), height: 240 }));
