@@ -53,6 +53,20 @@ export interface TopOptions {
   by?: 'rate' | 'refused';
   /** now — ms, instead of the clock's. */
   now?: number;
+  /** maxAge — ms: a listing of a shared store's blocks (to mark the blocked clients) this recent may be reused. @default 0 */
+  maxAge?: number;
+}
+
+/** ListOptions — `blocks()` and `exemptions()`. */
+export interface ListOptions {
+  /** now — ms, instead of the store's clock. */
+  now?: number;
+  /**
+   * maxAge — ms: a listing of a shared store (Redis) this recent may be reused instead of asking again (a dashboard
+   * polling top, blocks and exemptions; on a Cluster a listing asks every slot). A change made through this limiter
+   * drops it. @default 0
+   */
+  maxAge?: number;
 }
 
 /** TopEntry — one of the heaviest clients, with its block or exemption (if any). */
@@ -219,16 +233,20 @@ export class Limiter {
       throw new RatekeeperError(`block.reason must be a string, got ${show(options.reason)}`, 'ERR_ARGUMENT');
     }
     this.denialCache?.invalidate(k);
+    this.listing = undefined;
     await this.bound.setOverride(k, { kind: 'block', for: ms, reason: options.reason }, this.overrideTime());
     this.denialCache?.invalidate(k);
+    this.listing = undefined;
   }
 
   /** unblock — lifts `key`'s block, if it has one. */
   async unblock(key: string): Promise<void> {
     const k = key_(key);
     this.denialCache?.invalidate(k);
+    this.listing = undefined;
     await this.bound.clearOverride(k, 'block');
     this.denialCache?.invalidate(k);
+    this.listing = undefined;
   }
 
   /** exempt — admits `key` without charging any rule (for a while, or until `unexempt`). The later of block/exempt wins. */
@@ -236,13 +254,17 @@ export class Limiter {
     const k = key_(key);
     const ms = options.for === undefined ? Infinity : parseDuration(options.for, 'exempt.for');
     this.denialCache?.invalidate(k);
+    this.listing = undefined;
     await this.bound.setOverride(k, { kind: 'exempt', for: ms }, this.overrideTime());
     this.denialCache?.invalidate(k);
+    this.listing = undefined;
   }
 
   /** unexempt — lifts `key`'s exemption, if it has one. */
   async unexempt(key: string): Promise<void> {
+    this.listing = undefined;
     await this.bound.clearOverride(key_(key), 'exempt' satisfies Override['kind']);
+    this.listing = undefined;
   }
 
   /** close — stops sharing observations and closes the store (connections it owns). */
@@ -267,7 +289,7 @@ export class Limiter {
     const now = options.now ?? this.tick();
     const list = this.sharing !== undefined ? await this.sharing.merged(n, now, by) : obs.top(n, now, by);
     const overrides = new Map<string, OverrideEntry>();
-    if (list.length > 0) for (const o of await this.overrides(options.now)) overrides.set(o.key, o);
+    if (list.length > 0) for (const o of await this.overrides(options.now, options.maxAge)) overrides.set(o.key, o);
     return list.map((e) => {
       const kind = overrides.get(e.key)?.kind;
       return { ...e, blocked: kind === 'block', exempt: kind === 'exempt' };
@@ -288,13 +310,13 @@ export class Limiter {
   }
 
   /** blocks — the blocks in force now, on every store (on Redis, from the index the scripts keep). */
-  async blocks(options: { now?: number } = {}): Promise<OverrideEntry[]> {
-    return (await this.overrides(options.now)).filter((o) => o.kind === 'block');
+  async blocks(options: ListOptions = {}): Promise<OverrideEntry[]> {
+    return (await this.overrides(options.now, options.maxAge)).filter((o) => o.kind === 'block');
   }
 
   /** exemptions — the exemptions in force now. */
-  async exemptions(options: { now?: number } = {}): Promise<OverrideEntry[]> {
-    return (await this.overrides(options.now)).filter((o) => o.kind === 'exempt');
+  async exemptions(options: ListOptions = {}): Promise<OverrideEntry[]> {
+    return (await this.overrides(options.now, options.maxAge)).filter((o) => o.kind === 'exempt');
   }
 
   /** stats — decisions by outcome and by refusing rule since the start, and per bucket from `from` (ms). Needs `observe`. */
@@ -302,10 +324,31 @@ export class Limiter {
     return this.observing('stats').stats(options.now ?? this.tick(), options.from);
   }
 
-  private async overrides(now: number | undefined): Promise<OverrideEntry[]> {
-    if (this.bound.overrides === undefined) throw new RatekeeperError(`this store cannot list blocks and exemptions`, 'ERR_ARGUMENT');
-    return this.bound.overrides(now ?? (this.bound.ownClock ? undefined : this.tick()));
+  /**
+   * overrides — the store's blocks and exemptions in force. With `maxAge` (and no explicit `now`), a listing of a
+   * shared store that recent is reused, so one that ended since may still be listed; a change made through this
+   * limiter drops it.
+   */
+  private async overrides(now: number | undefined, maxAge = 0): Promise<OverrideEntry[]> {
+    const bound = this.bound;
+    if (bound.overrides === undefined) throw new RatekeeperError(`this store cannot list blocks and exemptions`, 'ERR_ARGUMENT');
+    if (now !== undefined || bound.sync) return bound.overrides(now ?? (bound.ownClock ? undefined : this.tick()));
+    const at = Date.now();
+    const cached = this.listing;
+    if (cached !== undefined && at - cached.at < maxAge && at >= cached.at) {
+      return cached.list;
+    }
+    const list = Promise.resolve(bound.overrides(undefined));
+    const entry = { at, list };
+    this.listing = entry;
+    list.catch(() => {
+      if (this.listing === entry) this.listing = undefined;
+    });
+    return list;
   }
+
+  /** listing — the latest listing of a shared store's overrides and when it was asked for (local ms). */
+  private listing: { at: number; list: Promise<OverrideEntry[]> } | undefined;
 
   private observing(what: string): Observer {
     if (this.observer === undefined) throw new RatekeeperError(`${what}() needs a limiter made with { observe: true }`, 'ERR_ARGUMENT');

@@ -4,6 +4,9 @@ import { parseDuration } from '../core/duration.js';
 import { RatekeeperError } from '../core/errors.js';
 import { BadInput } from './http.js';
 
+/** LISTING_AGE — ms a limiter may reuse its listing of a shared store's blocks and exemptions for the API (a dashboard polls). */
+const LISTING_AGE = 1000;
+
 /** Named — the limiters the API works on: name → limiter, as the options' `limiters` gives them now. */
 export type Named = [name: string, limiter: Limiter][];
 
@@ -40,7 +43,7 @@ export async function top(limiters: Named, params: URLSearchParams): Promise<unk
   const n = integer(params, 'n', 10, 1, 1000);
   const by = params.get('by') ?? 'rate';
   if (by !== 'rate' && by !== 'refused') throw new BadInput('by', `by must be "rate" or "refused", got ${JSON.stringify(by)}`);
-  const lists = await Promise.all(limiters.filter(([, l]) => l.observer !== undefined).map(async ([name, l]) => (await l.top({ n, by })).map((e) => ({ limiter: name, ...e }))));
+  const lists = await Promise.all(limiters.filter(([, l]) => l.observer !== undefined).map(async ([name, l]) => (await l.top({ n, by, maxAge: LISTING_AGE })).map((e) => ({ limiter: name, ...e }))));
   const all: (TopEntry & { limiter: string })[] = lists.flat();
   all.sort(by === 'rate' ? (a, b) => b.rate - a.rate : (a, b) => b.refusedRate - a.refusedRate);
   return { now: Date.now(), by, observed: limiters.filter(([, l]) => l.observer !== undefined).map(([n]) => n), top: all.slice(0, n) };
@@ -57,7 +60,7 @@ export async function inspect(limiters: Named, key: string): Promise<unknown> {
 
 /** overrides — GET /admin/blocks or /admin/exemptions: every one in force, with its limiter. */
 export async function overrides(limiters: Named, kind: 'block' | 'exempt'): Promise<unknown> {
-  const lists = await Promise.all(limiters.map(async ([name, l]) => (await (kind === 'block' ? l.blocks() : l.exemptions())).map((o: OverrideEntry) => ({ limiter: name, ...o }))));
+  const lists = await Promise.all(limiters.map(async ([name, l]) => (await (kind === 'block' ? l.blocks({ maxAge: LISTING_AGE }) : l.exemptions({ maxAge: LISTING_AGE }))).map((o: OverrideEntry) => ({ limiter: name, ...o }))));
   const all = lists.flat().sort((a, b) => (b.since ?? 0) - (a.since ?? 0));
   return kind === 'block' ? { blocks: all } : { exemptions: all };
 }

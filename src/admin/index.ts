@@ -6,4 +6,4 @@ export { adminHandler, MIN_TOKEN, type AdminHandler, type AdminLogEntry, type Ad
 export { serveAdmin, type AdminServer, type ServeAdminOptions } from './serve.js';
 export { Observer, mergeSummaries, type ObserveOptions, type Stats, type TailEvent, type SharedSummary } from '../observe/observer.js';
 export { HeavyHitters, type HeavyHitter, type HeavyHittersOptions } from '../observe/heavyHitters.js';
-export type { TopEntry, TopOptions, Inspection } from '../limiter.js';
+export type { TopEntry, TopOptions, ListOptions, Inspection } from '../limiter.js';

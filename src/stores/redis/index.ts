@@ -481,7 +481,8 @@ export class RedisBound implements BoundStore {
   /**
    * overrides — every block and exemption in force at `now` (undefined: the server's clock). Standalone: one HGETALL.
    * Cluster: on each master, one pipeline of HGETALL over the groups of the slots it serves (16384 groups in all,
-   * empty ones cost a lookup each). Groups holding ended entries are pruned (prune.lua).
+   * empty ones cost a lookup each); a slot that answers MOVED or ASK (the client's slot table is behind) is asked
+   * again through the Cluster client. Groups holding ended entries are pruned (prune.lua).
    */
   async overrides(now: number | undefined): Promise<OverrideEntry[]> {
     const t = now ?? (await this.store.serverTime());
@@ -516,9 +517,13 @@ export class RedisBound implements BoundStore {
         const p = node.pipeline();
         for (const slot of slots) p.hgetallBuffer(this.indexKeys(slotTag(slot)).det);
         const replies = (await p.exec()) ?? [];
+        // a slot that moved since the client's table was read (MOVED, ASK): asked again through the Cluster client
+        const again: number[] = [];
         replies.forEach(([err, reply], i) => {
           if (err === null) take(slotTag(slots[i]), flatten(reply));
+          else again.push(slots[i]);
         });
+        for (const slot of again) take(slotTag(slot), await this.store.callBuffer('HGETALL', this.indexKeys(slotTag(slot)).det));
       }));
     }
     for (const tag of stale) {
