@@ -253,8 +253,14 @@ export class Observer {
     }
     const e: TailEvent = { seq: this.seq, t, key, cost, reason: d.reason, allowed: d.allowed, retryAfter: d.retryAfter };
     if (d.rate !== undefined) e.rate = d.rate;
-    if (refused && d.rules.length > 1) for (const r of d.rules) if (!r.allowed && r.retryAfter === d.retryAfter) e.rule = r.name;
-    if (refused && d.rules.length === 1) e.rule = d.rules[0].name;
+    if (d.reason === 'limited' || d.reason === 'dry-run') {
+      // the binding rule: the refusing one with the longest wait
+      let wait = -1;
+      for (const r of d.rules) if (!r.allowed && r.retryAfter > wait) {
+        wait = r.retryAfter;
+        e.rule = r.name;
+      }
+    }
     if (this.skipped > 0) {
       e.skipped = this.skipped;
       this.skipped = 0;
