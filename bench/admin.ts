@@ -1,7 +1,7 @@
 /**
  * bench/admin — what observation costs, side by side in one run (`npm run bench admin`): check() with `observe` on
  * vs off on the memory store (100k keys round-robin) and on Redis (a server started here, 256 checks in flight),
- * in alternating rounds (off, on, off, on …) with the median and the spread of the on/off ratio; and the top list of
+ * in alternating rounds (off, on, on, off …) with the median and the spread of the on/off ratio; and the top list of
  * 1M distinct clients: how long `top()` takes and the bytes the summary holds. Prints markdown tables.
  * Numbers are noisy on a shared machine: the load average is printed before and after.
  */
@@ -21,12 +21,14 @@ const p95 = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(x
 const fmt = (x: number): string => Math.round(x).toLocaleString('en-US');
 console.log(`Node ${process.version}, ${ROUNDS} alternating rounds of ${RUN_MS} ms; load average before: ${load()}.\n`);
 
-/** rounds — ops/s of each contender per round, the contenders alternating within each round. */
+/** rounds — ops/s of each contender per round, the contenders alternating within each round (in ABBA order). */
 async function rounds(contenders: (() => Promise<number>)[]): Promise<number[][]> {
   for (const c of contenders) await c(); // warm-up
   const out = contenders.map((): number[] => []);
   for (let r = 0; r < ROUNDS; r++) {
-    for (let i = 0; i < contenders.length; i++) {
+    // ABBA: the order flips every round, so that neither runs first (after the other's garbage) more often
+    const order = contenders.map((_, i) => (r % 2 === 0 ? i : contenders.length - 1 - i));
+    for (const i of order) {
       gc?.();
       out[i].push(await contenders[i]());
     }
