@@ -27,6 +27,7 @@ Usage:
   ratekeeper config check PATH                   validate a service configuration
   ratekeeper simulate <scenario> [--out DIR] [--rules LIMITS [--algorithm NAME]]... [--half-life DURATION]
   ratekeeper simulate --trace FILE.csv --rules LIMITS [--algorithm NAME] [--half-life DURATION] [--out DIR]
+  ratekeeper demo [--port 6070] [--host 127.0.0.1] [--seconds N]   the operators' view on simulated traffic
   ratekeeper help
 
 simulate replays requests through rules on a virtual clock (the memory store) and writes <name>.svg, a plot,
@@ -236,6 +237,9 @@ async function main(argv: string[]): Promise<number> {
       if (e instanceof server.ServeUsageError) usage(e.message);
       throw e;
     }
+  }
+  if (argv[0] === 'demo') {
+    return (await import('./admin/demo.js')).demoCommand(argv.slice(1)).catch((e: unknown) => usage((e as Error).message));
   }
   let parsed;
   try {

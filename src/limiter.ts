@@ -9,6 +9,10 @@ import { checkOptions, checkOptionsObject } from './core/options.js';
 import { MemoryStore } from './stores/memory.js';
 import type { BoundStore, Store } from './stores/types.js';
 import { DenialCache, type DenialCacheOptions } from './denialCache.js';
+import { Observer, type ObserveOptions, type Stats } from './observe/observer.js';
+import type { HeavyHitter } from './observe/heavyHitters.js';
+import { Sharing } from './observe/sharing.js';
+import type { OverrideEntry } from './stores/types.js';
 
 /** LimiterOptions — a limiter's policy, store and clock. */
 export interface LimiterOptions {
@@ -37,6 +41,55 @@ export interface LimiterOptions {
    * @example limiter({ rules, store: redisStore({ client }), denialCache: { maxKeys: 10_000 } })
    */
   denialCache?: boolean | DenialCacheOptions;
+  /**
+   * observe — remember what this limiter decides, for `top()`, `stats()` and the admin view: the heaviest clients by
+   * recent rate (a summary of fixed memory, whatever the number of clients), counters by outcome and rule over the
+   * last hour, a live tail while watched. Off, the hot path pays one branch. On Redis, every process's summary is
+   * shared there (`share`), so that `top()` answers for the whole fleet. @default false
+   * @example limiter({ rules, observe: { capacity: 1000, halfLife: 10_000 } })
+   */
+  observe?: boolean | ObserveOptions;
+}
+
+/** TopOptions — which clients `top()` lists. */
+export interface TopOptions {
+  /** n — how many, at most (1 to the summary's capacity). @default 10 */
+  n?: number;
+  /** by — `'rate'` (recent rate of requests) or `'refused'` (recent rate of refused ones). @default 'rate' */
+  by?: 'rate' | 'refused';
+  /** now — ms, instead of the clock's. */
+  now?: number;
+  /** maxAge — ms: a listing of a shared store's blocks (to mark the blocked clients) this recent may be reused. @default 0 */
+  maxAge?: number;
+}
+
+/** ListOptions — `blocks()` and `exemptions()`. */
+export interface ListOptions {
+  /** now — ms, instead of the store's clock. */
+  now?: number;
+  /**
+   * maxAge — ms: a listing of a shared store (Redis) this recent may be reused instead of asking again (a dashboard
+   * polling top, blocks and exemptions; on a Cluster a listing asks every slot). A change made through this limiter
+   * drops it. @default 0
+   */
+  maxAge?: number;
+}
+
+/** TopEntry — one of the heaviest clients, with its block or exemption (if any). */
+export interface TopEntry extends HeavyHitter {
+  blocked: boolean;
+  exempt: boolean;
+}
+
+/** Inspection — everything the limiter knows of one key now. */
+export interface Inspection {
+  key: string;
+  /** decision — what a request of cost 0 gets now: every rule's state, charging nothing. */
+  decision: Decision;
+  /** override — its block or exemption, with reason and end (`until` Infinity: until lifted). */
+  override?: OverrideEntry;
+  /** observed — its entry in the heavy-hitters summary of this process, when it is among the tracked clients. */
+  observed?: HeavyHitter;
 }
 
 /** CheckOptions — one request. */
@@ -62,7 +115,7 @@ export interface ExemptOptions {
 }
 
 /** LIMITER_OPTIONS, CHECK_OPTIONS, PEEK_OPTIONS, BLOCK_OPTIONS, EXEMPT_OPTIONS — the names each options object may have. */
-const LIMITER_OPTIONS: ReadonlySet<string> = new Set(['rules', 'store', 'dryRun', 'clock', 'denialCache']);
+const LIMITER_OPTIONS: ReadonlySet<string> = new Set(['rules', 'store', 'dryRun', 'clock', 'denialCache', 'observe']);
 const CHECK_OPTIONS: ReadonlySet<string> = new Set(['cost', 'now']);
 const PEEK_OPTIONS: ReadonlySet<string> = new Set(['now']);
 const BLOCK_OPTIONS: ReadonlySet<string> = new Set(['for', 'reason']);
@@ -87,6 +140,10 @@ export class Limiter {
   private last = -Infinity;
   /** denialCache — the local cache of denials, when enabled and exact for this policy. */
   readonly denialCache: DenialCache | undefined;
+  /** observer — what the limiter remembers of its decisions (`observe` option), or undefined. */
+  readonly observer: Observer | undefined;
+  /** sharing — the timer writing the observer's summary to a shared store (Redis), or undefined. Stopped by `close()`. */
+  readonly sharing: Sharing | undefined;
 
   constructor(options: LimiterOptions) {
     if (typeof options !== 'object' || options === null) throw new RatekeeperError(`limiter takes an options object with rules, got ${show(options)}`);
@@ -114,6 +171,12 @@ export class Limiter {
       const cache = new DenialCache(dc === true ? {} : dc); // its options are checked even where it is not used
       if (DenialCache.eligible(this.policy)) this.denialCache = cache;
     }
+    const ob = options.observe;
+    if (ob !== undefined && ob !== false) {
+      this.observer = new Observer(this.policy.rules.map((r) => r.name), ob === true ? {} : ob);
+      const every = this.observer.share;
+      if (every !== false && typeof this.bound.shareSummary === 'function') this.sharing = new Sharing(this.observer, this.bound, every, () => this.tick());
+    }
   }
 
   /** sync — whether the store answers synchronously, so that `checkSync` may be used (the memory store). */
@@ -128,9 +191,17 @@ export class Limiter {
       const k = key_(key);
       const now = this.time(options);
       const cache = this.denialCache;
-      if (cache !== undefined) return this.cached(cache, k, cost, now, now ?? this.tick());
+      const obs = this.observer;
+      if (cache !== undefined) {
+        const p = this.cached(cache, k, cost, now, now ?? this.tick());
+        return obs === undefined ? p : this.observed(obs, p, k, cost, now);
+      }
       const d = this.bound.evaluate(k, cost, now);
-      return this.bound.sync ? Promise.resolve(d as Decision) : (d as Promise<Decision>);
+      if (this.bound.sync) {
+        if (obs !== undefined) obs.record(k, cost, d as Decision, now as number);
+        return Promise.resolve(d as Decision);
+      }
+      return obs === undefined ? (d as Promise<Decision>) : this.observed(obs, d as Promise<Decision>, k, cost, now);
     } catch (e) {
       return Promise.reject(e);
     }
@@ -146,11 +217,24 @@ export class Limiter {
     return d;
   }
 
+  /** observed — an asynchronous decision, recorded by the observer when it arrives (at the call's time). */
+  private observed(obs: Observer, p: Promise<Decision>, k: string, cost: number, now: number | undefined): Promise<Decision> {
+    const t = now ?? this.tick();
+    return p.then((d) => {
+      obs.record(k, cost, d, t);
+      return d;
+    });
+  }
+
   /** checkSync — `check` without the promise, for synchronous stores. Throws on misuse or an asynchronous store. */
   checkSync(key: string, options?: CheckOptions): Decision {
     if (!this.bound.sync) throw new RatekeeperError(`checkSync needs a synchronous store such as memoryStore(); use check() with this one`, 'ERR_ARGUMENT');
     const cost = cost_(options, 'checkSync');
-    return this.bound.evaluate(key_(key), cost, this.time(options)) as Decision;
+    const k = key_(key);
+    const now = this.time(options) as number;
+    const d = this.bound.evaluate(k, cost, now) as Decision;
+    if (this.observer !== undefined) this.observer.record(k, cost, d, now);
+    return d;
   }
 
   /** peek — the decision a request of `key` would get, charging nothing (a check of cost 0). */
@@ -201,16 +285,20 @@ export class Limiter {
       throw new RatekeeperError(`block.reason must be a string, got ${show(options.reason)}`, 'ERR_ARGUMENT');
     }
     this.denialCache?.invalidate(k);
+    this.listing = undefined;
     await this.bound.setOverride(k, { kind: 'block', for: ms, reason: options.reason }, this.overrideTime());
     this.denialCache?.invalidate(k);
+    this.listing = undefined;
   }
 
   /** unblock — lifts `key`'s block, if it has one. */
   async unblock(key: string): Promise<void> {
     const k = key_(key);
     this.denialCache?.invalidate(k);
+    this.listing = undefined;
     await this.bound.clearOverride(k, 'block');
     this.denialCache?.invalidate(k);
+    this.listing = undefined;
   }
 
   /** exempt — admits `key` without charging any rule (for a while, or until `unexempt`). The later of block/exempt wins. */
@@ -219,18 +307,105 @@ export class Limiter {
     const k = key_(key);
     const ms = options.for === undefined ? Infinity : parseDuration(options.for, 'exempt.for');
     this.denialCache?.invalidate(k);
+    this.listing = undefined;
     await this.bound.setOverride(k, { kind: 'exempt', for: ms }, this.overrideTime());
     this.denialCache?.invalidate(k);
+    this.listing = undefined;
   }
 
   /** unexempt — lifts `key`'s exemption, if it has one. */
   async unexempt(key: string): Promise<void> {
+    this.listing = undefined;
     await this.bound.clearOverride(key_(key), 'exempt' satisfies Override['kind']);
+    this.listing = undefined;
   }
 
-  /** close — closes the store (connections it owns). */
+  /** close — stops sharing observations and closes the store (connections it owns). */
   async close(): Promise<void> {
+    this.sharing?.stop();
     await this.store.close?.();
+  }
+
+  // Observation: the operators' view (see docs/admin.md).
+
+  /**
+   * top — the heaviest clients now by recent rate (or refused rate), from the observer's summary; on a shared store
+   * (Redis), merged with every other process's latest summary. Each with whether it is blocked or exempt.
+   * Needs `observe`.
+   */
+  async top(options: TopOptions = {}): Promise<TopEntry[]> {
+    const obs = this.observing('top');
+    const n = options.n ?? 10;
+    if (!Number.isSafeInteger(n) || n < 1) throw new RatekeeperError(`top.n must be an integer >= 1, got ${show(options.n)}`, 'ERR_ARGUMENT');
+    const by = options.by ?? 'rate';
+    if (by !== 'rate' && by !== 'refused') throw new RatekeeperError(`top.by must be 'rate' or 'refused', got ${show(options.by)}`, 'ERR_ARGUMENT');
+    const now = options.now ?? this.tick();
+    const list = this.sharing !== undefined ? await this.sharing.merged(n, now, by) : obs.top(n, now, by);
+    const overrides = new Map<string, OverrideEntry>();
+    if (list.length > 0) for (const o of await this.overrides(options.now, options.maxAge)) overrides.set(o.key, o);
+    return list.map((e) => {
+      const kind = overrides.get(e.key)?.kind;
+      return { ...e, blocked: kind === 'block', exempt: kind === 'exempt' };
+    });
+  }
+
+  /** inspect — `key`'s state now: every rule's as a cost-0 decision (nothing charged), its block or exemption, its observed rate. */
+  async inspect(key: string, options: { now?: number } = {}): Promise<Inspection> {
+    const k = key_(key);
+    const now = this.time(options);
+    const decision = await this.bound.evaluate(k, 0, now);
+    const out: Inspection = { key: k, decision };
+    const o = this.bound.override === undefined ? undefined : await this.bound.override(k, now);
+    if (o !== undefined) out.override = o;
+    const seen = this.observer?.hitters.get(k, options.now ?? this.tick());
+    if (seen !== undefined) out.observed = seen;
+    return out;
+  }
+
+  /** blocks — the blocks in force now, on every store (on Redis, from the index the scripts keep). */
+  async blocks(options: ListOptions = {}): Promise<OverrideEntry[]> {
+    return (await this.overrides(options.now, options.maxAge)).filter((o) => o.kind === 'block');
+  }
+
+  /** exemptions — the exemptions in force now. */
+  async exemptions(options: ListOptions = {}): Promise<OverrideEntry[]> {
+    return (await this.overrides(options.now, options.maxAge)).filter((o) => o.kind === 'exempt');
+  }
+
+  /** stats — decisions by outcome and by refusing rule since the start, and per bucket from `from` (ms). Needs `observe`. */
+  stats(options: { from?: number; now?: number } = {}): Stats {
+    return this.observing('stats').stats(options.now ?? this.tick(), options.from);
+  }
+
+  /**
+   * overrides — the store's blocks and exemptions in force. With `maxAge` (and no explicit `now`), a listing of a
+   * shared store that recent is reused, so one that ended since may still be listed; a change made through this
+   * limiter drops it.
+   */
+  private async overrides(now: number | undefined, maxAge = 0): Promise<OverrideEntry[]> {
+    const bound = this.bound;
+    if (bound.overrides === undefined) throw new RatekeeperError(`this store cannot list blocks and exemptions`, 'ERR_ARGUMENT');
+    if (now !== undefined || bound.sync) return bound.overrides(now ?? (bound.ownClock ? undefined : this.tick()));
+    const at = Date.now();
+    const cached = this.listing;
+    if (cached !== undefined && at - cached.at < maxAge && at >= cached.at) {
+      return cached.list;
+    }
+    const list = Promise.resolve(bound.overrides(undefined));
+    const entry = { at, list };
+    this.listing = entry;
+    list.catch(() => {
+      if (this.listing === entry) this.listing = undefined;
+    });
+    return list;
+  }
+
+  /** listing — the latest listing of a shared store's overrides and when it was asked for (local ms). */
+  private listing: { at: number; list: Promise<OverrideEntry[]> } | undefined;
+
+  private observing(what: string): Observer {
+    if (this.observer === undefined) throw new RatekeeperError(`${what}() needs a limiter made with { observe: true }`, 'ERR_ARGUMENT');
+    return this.observer;
   }
 
   /** time — the call's time: its explicit `now`, else the store's own clock, else ours (clamped to never step back). @internal */

@@ -186,6 +186,10 @@ function result(plan: Plan, parts: Decision[]): CheckAllResult {
       if (cache !== undefined) cache.put(plan.parts[k].key, plan.parts[k].cost, plan.local[k], parts[k], (plan.epochs as number[])[k]);
     }
   }
+  for (let k = 0; k < parts.length; k++) {
+    const obs = plan.limiters[k].observer;
+    if (obs !== undefined) obs.record(plan.parts[k].key, plan.parts[k].cost, parts[k], plan.now ?? plan.limiters[k].tick());
+  }
   const n = of.length;
   const decisions = new Array<Decision>(n);
   let refusedBy = -1;

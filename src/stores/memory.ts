@@ -3,7 +3,7 @@ import type { Policy } from '../core/policy.js';
 import { Log } from '../core/algorithms/slidingLog.js';
 import { RatekeeperError, show } from '../core/errors.js';
 import { checkOptions } from '../core/options.js';
-import type { BoundStore, OverrideRequest, Part, Store } from './types.js';
+import type { BoundStore, OverrideEntry, OverrideRequest, Part, Store } from './types.js';
 
 /** MemoryStoreOptions — the embedded store's bounds. */
 export interface MemoryStoreOptions {
@@ -77,6 +77,7 @@ export class MemoryStore implements Store {
 }
 
 const NONE = -1;
+
 /** INLINE — log entries kept in a client's slot; a longer log gets an array of its own (and comes back when short). */
 const INLINE = 3;
 /** BIG — logMeta of a slot whose log has a Log of its own (in bigLogs); otherwise logMeta is head·4 + size. */
@@ -86,6 +87,17 @@ const NORMAL = 0;
 const PENALTY = 1;
 /** SWEEP — expired overrides looked for per override set: enough to reclaim them faster than they are made. */
 const SWEEP = 2;
+
+/** Listed — an override as the table keeps it: with `since`, ms when it was set (for listing). */
+interface Listed extends Override {
+  since: number;
+}
+
+function entry(key: string, o: Listed): OverrideEntry {
+  const e: OverrideEntry = { key, kind: o.kind, until: o.until, since: o.since };
+  if (o.reason !== undefined) e.reason = o.reason;
+  return e;
+}
 
 /**
  * MemoryTable — the clients of one policy: a Map from key to slot, the state of slot i at slab[i·stride …
@@ -120,7 +132,7 @@ export class MemoryTable implements BoundStore {
    * looks at the SWEEP oldest ones and removes those expired (moving the others to the back), so expired ones are
    * reclaimed without timers; an expired one is also removed when its key is checked.
    */
-  private readonly overrides = new Map<string, Override>();
+  private readonly overridden = new Map<string, Listed>();
   private readonly stride: number;
   /** logAt — where a slot's log header starts within its stride (−1: the policy has no slidingLog rule). */
   private readonly logAt: number;
@@ -153,14 +165,14 @@ export class MemoryTable implements BoundStore {
 
   /** overrideCount — blocks and exemptions held now (expired ones included until swept): at most maxKeys. */
   get overrideCount(): number {
-    return this.overrides.size;
+    return this.overridden.size;
   }
 
   /** evaluate — see BoundStore; `veto`: another part of a compound request refused it (Policy.evaluate). */
   evaluate(key: string, cost: number, now: number | undefined, veto?: boolean): Decision {
     const t = now as number;
     let override: Override | undefined;
-    if (this.overrides.size > 0) override = this.override(key, t);
+    if (this.overridden.size > 0) override = this.live(key, t);
     let slot = this.slots.get(key);
     if (slot === undefined) {
       if (cost === 0) {
@@ -189,7 +201,7 @@ export class MemoryTable implements BoundStore {
 
   /** verdict — whether `evaluate` would answer `allowed: true`, charging and storing nothing. */
   verdict(key: string, cost: number, now: number): boolean {
-    const override = this.overrides.size > 0 ? this.override(key, now) : undefined;
+    const override = this.overridden.size > 0 ? this.live(key, now) : undefined;
     const slot = this.slots.get(key);
     if (slot === undefined) {
       this.zero.fill(0);
@@ -217,16 +229,16 @@ export class MemoryTable implements BoundStore {
 
   setOverride(key: string, request: OverrideRequest, now: number | undefined): void {
     const t = now as number;
-    const o: Override = { kind: request.kind, until: t + request.for };
+    const o: Listed = { kind: request.kind, until: t + request.for, since: t };
     if (request.reason !== undefined) o.reason = request.reason;
-    this.overrides.delete(key);
+    this.overridden.delete(key);
     this.sweep(t);
-    if (this.overrides.size >= this.maxKeys) this.overrides.delete(this.overrides.keys().next().value as string);
-    this.overrides.set(key, o);
+    if (this.overridden.size >= this.maxKeys) this.overridden.delete(this.overridden.keys().next().value as string);
+    this.overridden.set(key, o);
   }
 
   clearOverride(key: string, kind: Override['kind']): void {
-    if (this.overrides.get(key)?.kind === kind) this.overrides.delete(key);
+    if (this.overridden.get(key)?.kind === kind) this.overridden.delete(key);
   }
 
   reset(key: string): void {
@@ -240,7 +252,7 @@ export class MemoryTable implements BoundStore {
   /** clear — forgets every client and override. */
   clear(): void {
     this.slots.clear();
-    this.overrides.clear();
+    this.overridden.clear();
     this.bigLogs = [];
     this.keys = [];
     this.slab.fill(0);
@@ -249,10 +261,31 @@ export class MemoryTable implements BoundStore {
     this.lru.fill(NONE);
   }
 
-  private override(key: string, now: number): Override | undefined {
-    const o = this.overrides.get(key);
+  // Observation: listing the blocks and exemptions (the operators' view).
+
+  /** overrides — every block and exemption in force at `now` (ms); expired ones are removed. */
+  overrides(now: number | undefined): OverrideEntry[] {
+    const out: OverrideEntry[] = [];
+    for (const [key, o] of this.overridden) {
+      if (o.until <= (now as number)) {
+        this.overridden.delete(key);
+        continue;
+      }
+      out.push(entry(key, o));
+    }
+    return out;
+  }
+
+  /** override — `key`'s block or exemption in force at `now` (ms), if any. */
+  override(key: string, now: number | undefined): OverrideEntry | undefined {
+    const o = this.live(key, now as number);
+    return o === undefined ? undefined : entry(key, o);
+  }
+
+  private live(key: string, now: number): Listed | undefined {
+    const o = this.overridden.get(key);
     if (o !== undefined && o.until <= now) {
-      this.overrides.delete(key);
+      this.overridden.delete(key);
       return undefined;
     }
     return o;
@@ -260,10 +293,10 @@ export class MemoryTable implements BoundStore {
 
   /** sweep — removes the expired ones among the SWEEP oldest overrides, moving the live ones to the back. */
   private sweep(now: number): void {
-    for (let i = 0; i < SWEEP && this.overrides.size > 0; i++) {
-      const [key, o] = this.overrides.entries().next().value as [string, Override];
-      this.overrides.delete(key);
-      if (o.until > now) this.overrides.set(key, o);
+    for (let i = 0; i < SWEEP && this.overridden.size > 0; i++) {
+      const [key, o] = this.overridden.entries().next().value as [string, Listed];
+      this.overridden.delete(key);
+      if (o.until > now) this.overridden.set(key, o);
     }
   }
 

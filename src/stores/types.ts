@@ -54,4 +54,23 @@ export interface BoundStore {
    * unknown key. Optional: a store without it cannot refund (limiter.refund and checkAll across stores need it).
    */
   refund?(key: string, cost: number, now: number | undefined, leakyOnly: boolean): Decision | Promise<Decision>;
+
+  // Observation (the operators' view): optional, every store of this package has them.
+  /** override — `key`'s block or exemption in force at `now` (ms; undefined: the store's clock), if any. */
+  override?(key: string, now: number | undefined): OverrideEntry | undefined | Promise<OverrideEntry | undefined>;
+  /** overrides — every block and exemption in force at `now` (ms; undefined: the store's clock); expired ones are pruned on the way. */
+  overrides?(now: number | undefined): OverrideEntry[] | Promise<OverrideEntry[]>;
+  /** shareSummary — writes this process's observation summary (`text`, kept `ttl` ms) where other processes read it. */
+  shareSummary?(instance: string, text: string, ttl: number): Promise<void>;
+  /** sharedSummaries — every process's latest summary text (its own included), for `top()` to merge. */
+  sharedSummaries?(): Promise<string[]>;
+}
+
+/** OverrideEntry — one block or exemption as listed: `until` ms (Infinity: until lifted), `since` ms when it was set. */
+export interface OverrideEntry {
+  key: string;
+  kind: Override['kind'];
+  until: number;
+  since?: number;
+  reason?: string;
 }

@@ -4,8 +4,8 @@ import { Outcome, type Policy } from '../../core/policy.js';
 import { RatekeeperError, show } from '../../core/errors.js';
 import { checkOptions } from '../../core/options.js';
 import { MemoryStore, type MemoryTable } from '../memory.js';
-import type { BoundStore, OverrideRequest, Part, Store } from '../types.js';
-import { Script, compoundScript, hasDelay, hasRate, opScript, policyId, policyScript, refundScript } from './scripts.js';
+import type { BoundStore, OverrideEntry, OverrideRequest, Part, Store } from '../types.js';
+import { Script, compoundScript, hasDelay, hasRate, lua, opScript, policyId, policyScript, refundScript } from './scripts.js';
 import { localClock } from '../../core/clock.js';
 
 /**
@@ -132,8 +132,8 @@ export class RedisStore implements Store {
   /** evalshaBuffer, evalBuffer — send a check's command (one key; now, cost), the reply kept as bytes. */
   readonly evalshaBuffer: (sha: string, key: string, now: string | undefined, cost: string) => Promise<unknown>;
   readonly evalBuffer: (text: string, key: string, now: string | undefined, cost: string) => Promise<unknown>;
-  private readonly overrideSet = opScript('override');
-  private readonly overrideClear = opScript('unoverride');
+  private readonly overrideSet = indexed('override');
+  private readonly overrideClear = indexed('unoverride');
   private readonly resetState = opScript('reset');
 
   constructor(options: RedisStoreOptions) {
@@ -334,19 +334,41 @@ export class RedisStore implements Store {
     return undefined;
   }
 
-  setOverride(key: string, request: OverrideRequest, now: number | undefined): Promise<unknown> {
-    const args: string[] = [now === undefined ? '' : String(now), request.kind === 'block' ? 'b' : 'e', request.for === Infinity ? 'inf' : String(request.for)];
+  /** setOverride — sets the override of the client value `key`, and files it in `index` (see lua/index.lua). */
+  setOverride(key: string, request: OverrideRequest, now: number | undefined, index?: IndexRef): Promise<unknown> {
+    const args: string[] = [now === undefined ? '' : String(now), request.kind === 'block' ? 'b' : 'e', request.for === Infinity ? 'inf' : String(request.for), index?.member ?? ''];
     if (request.reason !== undefined) args.push(request.reason);
-    return this.run(this.overrideSet, [key], args);
+    return this.run(this.overrideSet, index === undefined ? [key] : [key, index.idx, index.det], args);
   }
 
-  clearOverride(key: string, kind: Override['kind']): Promise<unknown> {
-    return this.run(this.overrideClear, [key], [kind === 'block' ? 'b' : 'e']);
+  clearOverride(key: string, kind: Override['kind'], index?: IndexRef): Promise<unknown> {
+    const k = kind === 'block' ? 'b' : 'e';
+    return index === undefined ? this.run(this.overrideClear, [key], [k]) : this.run(this.overrideClear, [key, index.idx, index.det], [k, index.member]);
   }
 
   reset(key: string): Promise<unknown> {
     return this.run(this.resetState, [key], []);
   }
+
+  // ---- Observation (the operators' view): commands of the listing. ----
+
+  /** isCluster — whether the client is a Redis Cluster (the index then has one group per hash slot). */
+  get isCluster(): boolean {
+    return (this.client as { isCluster?: boolean }).isCluster === true;
+  }
+
+  /** callBuffer — one plain command within the store's timeout, its reply kept as bytes. */
+  callBuffer(command: string, ...args: string[]): Promise<unknown> {
+    return withTimeout(this.client.callBuffer(command, ...args), this.timeout);
+  }
+
+  /** serverTime — the server's clock (TIME), ms. */
+  async serverTime(): Promise<number> {
+    const r = (await this.callBuffer('TIME')) as Buffer[];
+    return Number(String(r[0])) * 1000 + Number(String(r[1])) / 1000;
+  }
+
+  // ---- end of observation ----
 
   /** fail — counts a failure and remembers why. */
   noteFailure(e: unknown): void {
@@ -505,11 +527,11 @@ export class RedisBound implements BoundStore {
   }
 
   setOverride(key: string, request: OverrideRequest, now: number | undefined): Promise<void> {
-    return this.store.setOverride(this.redisKey(key), request, now).then(() => undefined);
+    return this.store.setOverride(this.redisKey(key), request, now, this.indexOf(key)).then(() => undefined);
   }
 
   clearOverride(key: string, kind: Override['kind']): Promise<void> {
-    return this.store.clearOverride(this.redisKey(key), kind).then(() => undefined);
+    return this.store.clearOverride(this.redisKey(key), kind, this.indexOf(key)).then(() => undefined);
   }
 
   reset(key: string): Promise<void> {
@@ -529,6 +551,103 @@ export class RedisBound implements BoundStore {
     if (local > this.lastLocal) this.lastLocal = local;
     return this.lastLocal;
   }
+
+  // ---- Observation (the operators' view): the index of blocks and exemptions, and the shared summaries. ----
+
+  /** indexOf — the index group of `key`'s overrides (lua/index.lua): one group on a standalone server, its hash slot's on a Cluster. */
+  indexOf(key: string): IndexRef {
+    const encoded = encodeKey(key);
+    return { ...this.indexKeys(this.store.isCluster ? slotTag(slotOf(encoded)) : 'ov'), member: encoded };
+  }
+
+  /** indexKeys — the sorted set and hash of one index group (tag: its hash tag). */
+  private indexKeys(tag: string): { idx: string; det: string } {
+    return { idx: `${this.store.prefix}{${tag}}:ovz:${this.id}`, det: `${this.store.prefix}{${tag}}:ovh:${this.id}` };
+  }
+
+  /** override — `key`'s block or exemption in force at `now` (undefined: the server's clock), from the index. */
+  async override(key: string, now: number | undefined): Promise<OverrideEntry | undefined> {
+    const { det, member } = this.indexOf(key);
+    const [raw, t] = await Promise.all([this.store.callBuffer('HGET', det, member), now ?? this.store.serverTime()]);
+    const e = raw instanceof Buffer ? readEntry(key, raw) : undefined;
+    return e !== undefined && e.until > t ? e : undefined;
+  }
+
+  /**
+   * overrides — every block and exemption in force at `now` (undefined: the server's clock). Standalone: one HGETALL.
+   * Cluster: on each master, one pipeline of HGETALL over the groups of the slots it serves (16384 groups in all,
+   * empty ones cost a lookup each); a slot that answers MOVED or ASK (the client's slot table is behind) is asked
+   * again through the Cluster client. Groups holding ended entries are pruned (prune.lua).
+   */
+  async overrides(now: number | undefined): Promise<OverrideEntry[]> {
+    const t = now ?? (await this.store.serverTime());
+    const out: OverrideEntry[] = [];
+    const stale: string[] = [];
+    const take = (tag: string, reply: unknown): void => {
+      if (!Array.isArray(reply)) return;
+      let ended = false;
+      for (let i = 0; i + 1 < reply.length; i += 2) {
+        const e = readEntry(String(reply[i]), reply[i + 1] as Buffer);
+        if (e === undefined) continue;
+        if (e.until > t) out.push(e);
+        else ended = true;
+      }
+      if (ended) stale.push(tag);
+    };
+    if (!this.store.isCluster) {
+      take('ov', await this.store.callBuffer('HGETALL', this.indexKeys('ov').det));
+    } else {
+      const cluster = this.store.client as unknown as ClusterLike;
+      const owners = new Map<string, number[]>();
+      cluster.slots.forEach((nodes, slot) => {
+        const owner = nodes?.[0];
+        if (owner === undefined) return;
+        let list = owners.get(owner);
+        if (list === undefined) owners.set(owner, (list = []));
+        list.push(slot);
+      });
+      await Promise.all(cluster.nodes('master').map(async (node) => {
+        const slots = owners.get(`${node.options.host}:${node.options.port}`) ?? [];
+        if (slots.length === 0) return;
+        const p = node.pipeline();
+        for (const slot of slots) p.hgetallBuffer(this.indexKeys(slotTag(slot)).det);
+        const replies = (await p.exec()) ?? [];
+        // a slot that moved since the client's table was read (MOVED, ASK): asked again through the Cluster client
+        const again: number[] = [];
+        replies.forEach(([err, reply], i) => {
+          if (err === null) take(slotTag(slots[i]), flatten(reply));
+          else again.push(slots[i]);
+        });
+        for (const slot of again) take(slotTag(slot), await this.store.callBuffer('HGETALL', this.indexKeys(slotTag(slot)).det));
+      }));
+    }
+    for (const tag of stale) {
+      const { idx, det } = this.indexKeys(tag);
+      await this.store.run(pruneScript, [idx, det], [now === undefined ? '' : String(now)]);
+    }
+    for (const e of out) e.key = decodeKey(e.key);
+    return out;
+  }
+
+  /** shareSummary — writes this process's summary (lua/share.lua), kept `ttl` ms. */
+  async shareSummary(instance: string, text: string, ttl: number): Promise<void> {
+    const { hash, seen } = this.summaryKeys();
+    await this.store.run(shareScript, [hash, seen], [instance, text, String(Math.ceil(ttl))]);
+  }
+
+  /** sharedSummaries — every process's latest summary. */
+  async sharedSummaries(): Promise<string[]> {
+    const reply = await this.store.callBuffer('HVALS', this.summaryKeys().hash);
+    return Array.isArray(reply) ? reply.map((b) => String(b)) : [];
+  }
+
+  /** summaryKeys — where the processes' summaries of this policy live (one hash slot). */
+  private summaryKeys(): { hash: string; seen: string } {
+    const base = `${this.store.prefix}{top:${this.id}}`;
+    return { hash: `${base}:s`, seen: `${base}:w` };
+  }
+
+  // ---- end of observation ----
 
   /**
    * decision — the Decision from the script's reply (doubles, see the header of policy.lua: the outcome, then per rule
@@ -618,6 +737,99 @@ export function keySlot(tag: string): number {
   for (const byte of Buffer.from(tag, 'utf8')) crc = ((crc << 8) & 0xffff) ^ CRC16_TABLE[((crc >> 8) ^ byte) & 0xff];
   return crc % 16384;
 }
+
+// ---- Observation (the operators' view): the index's layout, and the scripts of the listing and the summaries. ----
+
+/** IndexRef — where one client's override is filed: the group's sorted set and hash, and its member (the encoded key). */
+export interface IndexRef {
+  idx: string;
+  det: string;
+  member: string;
+}
+
+/** ClusterLike — what the listing needs of an ioredis Cluster: the slot table and its masters. */
+interface ClusterLike {
+  slots: (string[] | undefined)[];
+  nodes(role: 'master'): {
+    options: { host?: string; port?: number };
+    pipeline(): { hgetallBuffer(key: string): unknown; exec(): Promise<[Error | null, unknown][] | null> };
+  }[];
+}
+
+/** indexed — an override script with the index module (lua/index.lua) before its own code. */
+function indexed(name: 'override' | 'unoverride'): Script {
+  const base = opScript(name).text;
+  const body = lua(name);
+  const at = base.lastIndexOf(body);
+  return new Script(`${base.slice(0, at)}${lua('index')}\n${base.slice(at)}`);
+}
+const pruneScript = new Script(lua('prune'));
+const shareScript = new Script(lua('share'));
+
+/** readEntry — one index entry (lua/index.lua: kind, until, since, reason), or undefined when unreadable. */
+function readEntry(member: string, v: Buffer): OverrideEntry | undefined {
+  if (!(v instanceof Buffer) || v.length < 17) return undefined;
+  const kind = v[0] === 98 ? 'block' : v[0] === 101 ? 'exempt' : undefined;
+  if (kind === undefined) return undefined;
+  const e: OverrideEntry = { key: member, kind, until: v.readDoubleLE(1), since: v.readDoubleLE(9) };
+  if (v.length > 17) e.reason = v.toString('utf8', 17);
+  return e;
+}
+
+/** flatten — HGETALL's reply as a flat array (ioredis turns it into an object for hgetall, an array for hgetallBuffer). */
+function flatten(reply: unknown): unknown {
+  if (Array.isArray(reply) || reply === null || typeof reply !== 'object') return reply;
+  return Object.entries(reply as Record<string, unknown>).flat();
+}
+
+/** decodeKey — the inverse of encodeKey. */
+export function decodeKey(encoded: string): string {
+  if (!encoded.includes('%')) return encoded;
+  return encoded.replace(/%u([0-9a-f]{4})|%25|%7B|%7D/g, (m, u: string | undefined) =>
+    (u !== undefined ? String.fromCharCode(parseInt(u, 16)) : m === '%25' ? '%' : m === '%7B' ? '{' : '}'));
+}
+
+/** slotOf — the Redis Cluster hash slot of a hash tag: CRC16 (XMODEM) of its UTF-8 bytes, mod 16384. */
+export function slotOf(tag: string): number {
+  const bytes = Buffer.from(tag, 'utf8');
+  let crc = 0;
+  for (let i = 0; i < bytes.length; i++) {
+    crc ^= bytes[i] << 8;
+    for (let b = 0; b < 8; b++) crc = crc & 0x8000 ? ((crc << 1) ^ 0x1021) & 0xffff : (crc << 1) & 0xffff;
+  }
+  return crc & 16383;
+}
+
+/** slotTags — for every hash slot, a short tag hashing to it (base-36 counting; made once, on first use, ~170 000 CRCs). */
+let tags: string[] | undefined;
+export function slotTag(slot: number): string {
+  if (tags === undefined) {
+    const t = new Array<string>(16384);
+    let left = 16384;
+    for (let i = 0; left > 0; i++) {
+      const tag = `i${i.toString(36)}`;
+      const s = slotOf(tag);
+      if (t[s] === undefined) {
+        t[s] = tag;
+        left--;
+      }
+    }
+    tags = t;
+  }
+  return tags[slot];
+}
+
+/** withTimeout — a call's promise, rejected with a StoreUnavailableError after `ms`. */
+function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new StoreUnavailableError(`no answer within ${ms} ms`)), ms);
+    timer.unref();
+  });
+  return Promise.race([p, late]).finally(() => clearTimeout(timer));
+}
+
+// ---- end of observation ----
 
 /** UNAVAILABLE_RETRY — the retryAfter of a fail-closed decision, ms: a hint to come back soon, not a promise. */
 export const UNAVAILABLE_RETRY = 1000;

@@ -1,0 +1,133 @@
+import { parseArgs } from 'node:util';
+import { limiter, type Limiter } from '../limiter.js';
+import { rules } from '../core/rules.js';
+import { memoryStore } from '../stores/memory.js';
+import { serveAdmin, type AdminServer } from './serve.js';
+
+/** DemoOptions — where the demo's dashboard listens, and for how long it runs. */
+export interface DemoOptions {
+  /** port — @default 6070 (0: a free one) */
+  port?: number;
+  /** host — @default '127.0.0.1' */
+  host?: string;
+  /** seconds — stop by itself after this long; without it, run until `close()`. */
+  seconds?: number;
+  /** token — the admin token (needed off loopback). */
+  token?: string;
+  /** print — where the URL and notes go. @default console.log */
+  print?: (line: string) => void;
+}
+
+/** Demo — a running demo: the dashboard's URL, its limiters, and how to stop it. */
+export interface Demo {
+  url: string;
+  limiters: Map<string, Limiter>;
+  admin: AdminServer;
+  /** done — settles when the demo stopped (after `seconds`, or `close()`). */
+  done: Promise<void>;
+  close(): Promise<void>;
+}
+
+/** ABUSERS — the demo's misbehaving clients, in the EARRRL document's shapes. */
+export const ABUSERS = {
+  steady: 'bot:steady 203.0.113.7',
+  boundary: 'bot:window-edge 198.51.100.9',
+  burst: 'scraper:burst 192.0.2.44',
+} as const;
+
+/**
+ * runDemo — the operators' view with simulated traffic, on the memory store and the real clock: 40 well-behaved
+ * users, and three abusers of the EARRRL document's shapes — one steadily at 1.67× the limit of `api` (EARRRL keeps
+ * refusing it for as long as it keeps it up), one sending a full window's worth on each side of every boundary of
+ * `login`'s fixed window (which the fixed window admits: twice the limit within a second), and one in bursts of 3×
+ * the rate. Prints the dashboard's URL.
+ */
+export async function runDemo(options: DemoOptions = {}): Promise<Demo> {
+  const print = options.print ?? ((line: string) => console.log(line));
+  const store = memoryStore({ maxKeys: 100_000 });
+  const api = limiter({
+    rules: [rules.earrrl({ limit: 10, per: '1s', halfLife: '10s', name: 'earrrl 10/s' }), rules.slidingLog({ limit: 1200, per: '1m', name: '1200/1m' })],
+    store, observe: true,
+  });
+  const login = limiter({ rules: [rules.fixedWindow({ limit: 10, per: '10s', name: '10/10s' })], store, observe: true });
+  const limiters = new Map<string, Limiter>([['api', api], ['login', login]]);
+  const startedAt = Date.now();
+  const admin = await serveAdmin({
+    limiters, host: options.host, port: options.port ?? 6070, token: options.token,
+    config: () => ({
+      object: { api: api.policy.rules, login: login.policy.rules, traffic: { users: 40, abusers: Object.values(ABUSERS) } },
+      loadedAt: startedAt, files: [],
+    }),
+  });
+
+  // Traffic: every 50 ms, each client sends what its shape says for that slice of time.
+  const TICK = 50;
+  let carry = 0;
+  const send = (l: Limiter, key: string): void => {
+    l.check(key).catch(() => undefined);
+  };
+  const timer = setInterval(() => {
+    const now = Date.now();
+    for (let u = 0; u < 40; u++) {
+      // users: about one request every 2 s on the api, one login a minute
+      if (Math.random() < (0.5 * TICK) / 1000) send(api, `user:${1000 + u}`);
+      if (Math.random() < TICK / 60_000) send(login, `user:${1000 + u}`);
+    }
+    // steady: 16.7/s = 1.67× api's limit
+    carry += (16.7 * TICK) / 1000;
+    for (; carry >= 1; carry--) send(api, ABUSERS.steady);
+    // window edge: 10 logins in the last 100 ms of each 10 s window and 10 in the first 100 ms of the next
+    const inWindow = now % 10_000;
+    if (inWindow >= 9_900 || inWindow < 100) for (let i = 0; i < 5; i++) send(login, ABUSERS.boundary);
+    // burst: 30/s for 2 s out of every 6 s
+    if (now % 6000 < 2000) for (let i = 0; i < 30 * TICK / 1000 + (Math.random() < 0.5 ? 1 : 0); i++) send(api, ABUSERS.burst);
+  }, TICK);
+  timer.unref();
+
+  let stopped = false;
+  let finish: () => void = () => undefined;
+  const done = new Promise<void>((resolve) => {
+    finish = resolve;
+  });
+  let stopTimer: NodeJS.Timeout | undefined;
+  const close = async (): Promise<void> => {
+    if (stopped) return done;
+    stopped = true;
+    clearInterval(timer);
+    if (stopTimer !== undefined) clearTimeout(stopTimer);
+    await admin.close();
+    await Promise.all([api.close(), login.close()]);
+    finish();
+  };
+  if (options.seconds !== undefined) stopTimer = setTimeout(() => void close(), options.seconds * 1000);
+  print(`ratekeeper demo: simulated traffic on the limiters "api" (EARRRL 10/s) and "login" (fixed window 10/10s)`);
+  print(`abusers: ${Object.values(ABUSERS).join(', ')}`);
+  print(`dashboard: ${admin.url}`);
+  return { url: admin.url, limiters, admin, done, close };
+}
+
+/** demoCommand — `ratekeeper demo [--port N] [--host H] [--seconds N]`: runs the demo until Ctrl-C (or the time given). */
+export async function demoCommand(args: string[]): Promise<number> {
+  const { values } = parseArgs({
+    args, strict: true,
+    options: { port: { type: 'string' }, host: { type: 'string' }, seconds: { type: 'string' }, help: { type: 'boolean', short: 'h' } },
+  });
+  if (values.help) {
+    process.stdout.write('Usage: ratekeeper demo [--port 6070] [--host 127.0.0.1] [--seconds N]\n(off loopback, set RATEKEEPER_ADMIN_TOKEN)\n');
+    return 0;
+  }
+  const number = (v: string | undefined, flag: string): number | undefined => {
+    if (v === undefined) return undefined;
+    const x = Number(v);
+    if (!Number.isFinite(x) || x < 0) throw new Error(`${flag} must be a number >= 0, got ${JSON.stringify(v)}`);
+    return x;
+  };
+  const demo = await runDemo({ port: number(values.port, '--port'), host: values.host, seconds: number(values.seconds, '--seconds') });
+  const stop = (): void => void demo.close();
+  process.once('SIGINT', stop);
+  process.once('SIGTERM', stop);
+  await demo.done;
+  process.off('SIGINT', stop);
+  process.off('SIGTERM', stop);
+  return 0;
+}

@@ -1,0 +1,60 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { RatekeeperError, show } from '../core/errors.js';
+import { adminHandler, type AdminOptions } from './handler.js';
+import { isLoopback } from './http.js';
+
+/** ServeAdminOptions — the admin listener: where, and the handler's options. */
+export interface ServeAdminOptions extends AdminOptions {
+  /** host — the address to listen on. Off loopback a token is required. @default '127.0.0.1' */
+  host?: string;
+  /** port — 0 picks a free one. @default 6070 */
+  port?: number;
+  /** token — the bearer token. @default process.env.RATEKEEPER_ADMIN_TOKEN */
+  token?: string;
+}
+
+/** AdminServer — a running admin listener: its URL (the dashboard's) and how to stop it. */
+export interface AdminServer {
+  server: Server;
+  url: string;
+  /** close — stops listening and ends open connections (live tails included). */
+  close(): Promise<void>;
+}
+
+/**
+ * serveAdmin — the operators' view on its own node:http listener: the API, the live tail and the dashboard.
+ * Refuses to start off loopback without a token (a listener anyone on the network reaches must not let anyone
+ * block or exempt clients).
+ */
+export async function serveAdmin(options: ServeAdminOptions): Promise<AdminServer> {
+  if (typeof options !== 'object' || options === null) throw new RatekeeperError(`serveAdmin takes an options object like { limiters }, got ${show(options)}`);
+  const host = options.host ?? '127.0.0.1';
+  const port = options.port ?? 6070;
+  if (typeof host !== 'string' || host === '') throw new RatekeeperError(`serveAdmin.host must be an address like '127.0.0.1', got ${show(options.host)}`);
+  if (!Number.isSafeInteger(port) || port < 0 || port > 65535) throw new RatekeeperError(`serveAdmin.port must be an integer from 0 to 65535, got ${show(options.port)}`);
+  const envToken = process.env.RATEKEEPER_ADMIN_TOKEN;
+  const token = options.token ?? (envToken === undefined || envToken === '' ? undefined : envToken);
+  if (token === undefined && !isLoopback(host)) {
+    throw new RatekeeperError(`the admin listener on ${host} is not loopback: give it a token (serveAdmin({ token }) or RATEKEEPER_ADMIN_TOKEN), or listen on 127.0.0.1`);
+  }
+  const handler = adminHandler({ ...options, token });
+  const server = createServer((req, res) => handler(req, res));
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const a = server.address() as AddressInfo;
+  const shown = a.family === 'IPv6' ? `[${a.address}]` : a.address;
+  return {
+    server,
+    url: `http://${shown}:${a.port}/`,
+    close: () => new Promise<void>((resolve) => {
+      server.close(() => resolve());
+      server.closeAllConnections();
+    }),
+  };
+}
