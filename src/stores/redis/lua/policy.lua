@@ -80,7 +80,10 @@ if live then return pack('$LIVE_FMT', okind, $RULE_REPLY, now, ountil) .. (oreas
 
 -- Store, to expire when the state decides as a fresh client's would (fresh: the longest resetAfter): never earlier.
 if changed then
-  if fresh > 0 then
+  if fresh > 1e13 then
+    -- past ~317 years (or inf): no expiry rather than a PX Redis refuses (never forgive early)
+    redis.call('SET', key, $STATE_VALUE)
+  elseif fresh > 0 then
     redis.call('SET', key, $STATE_VALUE, 'PX', ceil(fresh))
   else
     redis.call('DEL', key)
