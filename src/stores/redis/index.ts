@@ -4,6 +4,7 @@ import { RatekeeperError, show } from '../../core/errors.js';
 import { MemoryStore, type MemoryTable } from '../memory.js';
 import type { BoundStore, OverrideRequest, Store } from '../types.js';
 import { Script, hasDelay, hasRate, opScript, policyId, policyScript } from './scripts.js';
+import { keySlot } from './slot.js';
 
 /**
  * RedisClient — what the store needs of a client: ioredis's `Redis` and `Cluster` both fit. `status` is read to
@@ -43,8 +44,9 @@ export interface RedisStoreOptions {
    */
   onError?: OnError;
   /**
-   * maxPending — the most commands sent and not yet answered; past it a check answers by `onError` at once, so a
-   * hung server cannot grow a queue without bound. @default 10_000
+   * maxPending — the most commands sent and not yet answered, per server (per master of a Cluster: a hung node
+   * costs only the checks of its own keys); past it a check of a key on that server answers by `onError` at once,
+   * so a hung server cannot grow a queue without bound. @default 10_000
    */
   maxPending?: number;
   /** fallbackMaxKeys — `maxKeys` of the `'memory'` fallback store. @default 100_000 */
@@ -88,6 +90,15 @@ const CommandClass: CommandCtor | undefined = await import('ioredis').then(
 /** DOWN — client states in which a command would only wait in the client's offline queue. */
 const DOWN = new Set(['reconnecting', 'close', 'end', 'disconnecting']);
 
+/**
+ * Budget — the commands pending on one server (one per Cluster master, one for a standalone client): maxPending
+ * bounds each, so a hung node fills its own budget and not the others'.
+ */
+export interface Budget {
+  readonly node: string;
+  pending: number;
+}
+
 /** Deadline — one call waiting for its answer or its timeout, whichever comes first. */
 export interface Deadline {
   at: number;
@@ -105,8 +116,13 @@ export class RedisStore implements Store {
   readonly timeout: number;
   readonly onError: OnError;
   readonly maxPending: number;
-  /** pending — commands sent and not yet settled by the client (<= maxPending). */
+  /** pending — commands sent and not yet settled by the client, over all servers (each server's budget <= maxPending). */
   pending = 0;
+  /** solo — the budget of a standalone client; budgets — a Cluster's, by master ('host:port'). */
+  private readonly solo: Budget = { node: 'redis', pending: 0 };
+  private readonly budgets = new Map<string, Budget>();
+  /** nodeOf — the master serving a slot, for a Cluster client (undefined: a standalone client). */
+  private readonly nodeOf: ((slot: number) => string | undefined) | undefined;
   /** failures — calls answered by the failure policy since the store was made. */
   failures = 0;
   /** lastError — the latest reason a call was answered by the failure policy. */
@@ -134,6 +150,8 @@ export class RedisStore implements Store {
       throw new RatekeeperError(`redisStore.client must be an ioredis Redis or Cluster, got ${show(options.client)}`);
     }
     this.client = c;
+    const cluster = c as RedisClient & { isCluster?: boolean; slots?: string[][] };
+    if (cluster.isCluster === true) this.nodeOf = (slot) => cluster.slots?.[slot]?.[0];
     // How a check is sent: one ioredis Command through sendCommand when ioredis is there (the leanest path, and it
     // leaves batching to the store's coalescing); else the client's evalshaBuffer (callBuffer loses the command's name
     // under ioredis auto-pipelining); else callBuffer. The common check (server clock, cost 1) sends no ARGV.
@@ -216,14 +234,17 @@ export class RedisStore implements Store {
    * timeout and pending bound. Rejects with a StoreUnavailableError; never leaves a rejection unhandled.
    */
   run(script: Script, keys: string[], args: (string | number)[], binary = false): Promise<unknown> {
-    const refused = this.refuse();
+    const budget = this.budgetOf(keys[0]);
+    const refused = this.refuse(budget);
     if (refused !== undefined) return Promise.reject(refused);
     return new Promise((resolve, reject) => {
       const d: Deadline = { at: performance.now() + this.timeout, done: false, fail: reject };
       this.track(d);
       this.pending++;
+      budget.pending++;
       const settle = (): void => {
         this.pending--;
+        budget.pending--;
       };
       const c = this.client;
       (binary ? c.callBuffer('EVALSHA', script.sha, keys.length, ...keys, ...args) : c.evalsha(script.sha, keys.length, ...keys, ...args))
@@ -250,12 +271,28 @@ export class RedisStore implements Store {
     });
   }
 
-  /** refuse — why a call must be answered by the failure policy at once (a disconnected client, too many pending), or undefined. */
-  refuse(): StoreUnavailableError | undefined {
+  /** refuse — why a call must be answered by the failure policy at once (a disconnected client, too many pending on its server), or undefined. */
+  refuse(budget: Budget): StoreUnavailableError | undefined {
     const status = this.client.status;
     if (status !== undefined && status !== 'ready' && DOWN.has(status)) return new StoreUnavailableError(`the client is ${status}`);
-    if (this.pending >= this.maxPending) return new StoreUnavailableError(`${this.pending} commands are pending (maxPending)`);
+    if (budget.pending >= this.maxPending) return new StoreUnavailableError(`${budget.pending} commands are pending on ${budget.node} (maxPending)`);
     return undefined;
+  }
+
+  /**
+   * budgetOf — the pending budget of the server a key lives on: the one of a standalone client; for a Cluster, the
+   * master serving the key's slot as the client last learned it (a key whose slot is not known yet shares one budget).
+   */
+  budgetOf(redisKey: string): Budget {
+    const nodeOf = this.nodeOf;
+    if (nodeOf === undefined) return this.solo;
+    const node = nodeOf(keySlot(redisKey)) ?? '?';
+    let b = this.budgets.get(node);
+    if (b === undefined) {
+      b = { node, pending: 0 };
+      this.budgets.set(node, b);
+    }
+    return b;
   }
 
   setOverride(key: string, request: OverrideRequest, now: number | undefined): Promise<unknown> {
@@ -327,11 +364,12 @@ class Check implements Deadline {
   done = false;
   constructor(
     readonly bound: RedisBound, readonly key: string, readonly cost: number, readonly now: number | undefined,
-    readonly at: number, private readonly resolve: (d: Decision) => void,
+    readonly at: number, readonly budget: Budget, private readonly resolve: (d: Decision) => void,
   ) {}
 
   answer(reply: Buffer): void {
     this.bound.store.pending--;
+    this.budget.pending--;
     if (this.done) return;
     this.done = true;
     let d: Decision;
@@ -350,6 +388,7 @@ class Check implements Deadline {
       return;
     }
     this.bound.store.pending--;
+    this.budget.pending--;
     if (this.done) return;
     this.done = true;
     this.resolve(this.bound.failed(new StoreUnavailableError(e instanceof Error ? e.message : String(e), e), this.key, this.cost, this.now));
@@ -404,14 +443,17 @@ export class RedisBound implements BoundStore {
 
   evaluate(key: string, cost: number, now: number | undefined): Promise<Decision> {
     const store = this.store;
-    const refused = store.refuse();
+    const redisKey = this.redisKey(key);
+    const budget = store.budgetOf(redisKey);
+    const refused = store.refuse(budget);
     if (refused !== undefined) return Promise.resolve(this.failed(refused, key, cost, now));
     return new Promise<Decision>((resolve) => {
-      const call = new Check(this, key, cost, now, performance.now() + store.timeout, resolve);
+      const call = new Check(this, key, cost, now, performance.now() + store.timeout, budget, resolve);
       store.track(call);
       store.pending++;
+      budget.pending++;
       store.cork();
-      store.evalshaBuffer(this.script.sha, this.redisKey(key), now === undefined ? undefined : String(now), cost === 1 ? '1' : String(cost))
+      store.evalshaBuffer(this.script.sha, redisKey, now === undefined ? undefined : String(now), cost === 1 ? '1' : String(cost))
         .then((reply) => call.answer(reply as Buffer), (e: unknown) => call.error(e));
     });
   }
