@@ -127,8 +127,9 @@ export class RedisStore implements Store {
   failures = 0;
   /** lastError — the latest reason a call was answered by the failure policy. */
   lastError: Error | undefined;
-  /** fallback — the local store of onError 'memory'. */
+  /** fallback — the local store of onError 'memory'; fallbackMaxKeys — its maxKeys (and the most overrides it remembers per policy). */
   readonly fallback: MemoryStore | undefined;
+  readonly fallbackMaxKeys: number;
   readonly coalesce: boolean;
   /** corked — the sockets corked during this tick (all uncorked at its end), or undefined when none is. */
   private corked: Corkable[] | undefined;
@@ -190,7 +191,10 @@ export class RedisStore implements Store {
     const maxPending = options.maxPending ?? 10_000;
     if (!Number.isSafeInteger(maxPending) || maxPending < 1) throw new RatekeeperError(`redisStore.maxPending must be an integer >= 1, got ${show(maxPending)}`);
     this.maxPending = maxPending;
-    if (onError === 'memory') this.fallback = new MemoryStore({ maxKeys: options.fallbackMaxKeys ?? 100_000 });
+    const fallbackMaxKeys = options.fallbackMaxKeys ?? 100_000;
+    if (!Number.isSafeInteger(fallbackMaxKeys) || fallbackMaxKeys < 1) throw new RatekeeperError(`redisStore.fallbackMaxKeys must be an integer >= 1, got ${show(options.fallbackMaxKeys)}`);
+    this.fallbackMaxKeys = fallbackMaxKeys;
+    if (onError === 'memory') this.fallback = new MemoryStore({ maxKeys: fallbackMaxKeys });
     if (options.coalesce !== undefined && typeof options.coalesce !== 'boolean') throw new RatekeeperError(`redisStore.coalesce must be a boolean, got ${show(options.coalesce)}`);
     this.coalesce = options.coalesce ?? true;
   }
@@ -375,6 +379,7 @@ class Check implements Deadline {
     let d: Decision;
     try {
       d = this.bound.decision(reply);
+      if (this.bound.remembers) this.bound.learn(this.key, this.now, reply);
     } catch (e) {
       d = this.bound.failed(new StoreUnavailableError(`unreadable reply: ${e instanceof Error ? e.message : String(e)}`, e), this.key, this.cost, this.now);
     }
@@ -426,6 +431,15 @@ export class RedisBound implements BoundStore {
   private readonly keyTail: string;
   /** measures — per rule, 1 when its reply carries a rate, 2 a delay (earrrl and exponential; leakyBucket). */
   private readonly measures: Uint8Array;
+  /** rulesBytes — the bytes of the rules' part of a reply (where an override's now and end follow). */
+  private readonly rulesBytes: number;
+  /**
+   * remembers — onError 'memory': the blocks and exemptions this instance set, lifted or met in a reply are kept in
+   * the fallback too, so that they hold while Redis is away. `overridden` — the keys the fallback holds one for
+   * (oldest first; at most fallbackMaxKeys), so that a reply without one lifts it.
+   */
+  readonly remembers: boolean;
+  private readonly overridden = new Map<string, Override['kind']>();
 
   constructor(readonly store: RedisStore, readonly policy: Policy) {
     this.id = policyId(policy);
@@ -434,6 +448,51 @@ export class RedisBound implements BoundStore {
     this.keyHead = `${store.prefix}{`;
     this.keyTail = `}:${this.id}`;
     this.measures = new Uint8Array(policy.rules.map((r) => (hasRate(r.algorithm) ? 1 : hasDelay(r.algorithm) ? 2 : 0)));
+    this.rulesBytes = 8 + this.measures.reduce((a, m) => a + (m === 0 ? 32 : 40), 0);
+    this.remembers = this.fallback !== undefined;
+  }
+
+  /** localNow — the fallback's clock for a call without an explicit time: Date.now(), never stepping back. */
+  private localNow(): number {
+    const local = Date.now();
+    if (local > this.lastLocal) this.lastLocal = local;
+    return this.lastLocal;
+  }
+
+  /**
+   * remember — keeps a block or exemption in the fallback (`left` ms from the local time of the call, Infinity: until
+   * lifted), or lifts the fallback's one (kind undefined).
+   */
+  private remember(key: string, now: number | undefined, kind: Override['kind'] | undefined, left = 0, reason?: string): void {
+    const fb = this.fallback!;
+    if (kind === undefined) {
+      const held = this.overridden.get(key);
+      if (held !== undefined) {
+        fb.clearOverride(key, held);
+        this.overridden.delete(key);
+      }
+      return;
+    }
+    fb.setOverride(key, { kind, for: left, reason }, now ?? this.localNow());
+    this.overridden.delete(key);
+    this.overridden.set(key, kind);
+    if (this.overridden.size > this.store.fallbackMaxKeys) {
+      const oldest = this.overridden.keys().next().value as string;
+      this.remember(oldest, undefined, undefined);
+    }
+  }
+
+  /** learn — what a check's reply says about the key's block or exemption, kept for the fallback. */
+  learn(key: string, now: number | undefined, reply: Buffer): void {
+    const kind = reply.readDoubleLE(0);
+    if (kind < 2) {
+      if (this.overridden.size > 0) this.remember(key, now, undefined);
+      return;
+    }
+    const j = this.rulesBytes;
+    const at = reply.readDoubleLE(j);
+    const until = reply.readDoubleLE(j + 8);
+    this.remember(key, now, kind === 2 ? 'block' : 'exempt', until - at, reply.length > j + 16 ? reply.toString('utf8', j + 16) : undefined);
   }
 
   /** redisKey — the client's key in Redis. */
@@ -466,11 +525,15 @@ export class RedisBound implements BoundStore {
   }
 
   setOverride(key: string, request: OverrideRequest, now: number | undefined): Promise<void> {
-    return this.store.setOverride(this.redisKey(key), request, now).then(() => undefined);
+    return this.store.setOverride(this.redisKey(key), request, now).then(() => {
+      if (this.remembers) this.remember(key, now, request.kind, request.for, request.reason);
+    });
   }
 
   clearOverride(key: string, kind: Override['kind']): Promise<void> {
-    return this.store.clearOverride(this.redisKey(key), kind).then(() => undefined);
+    return this.store.clearOverride(this.redisKey(key), kind).then(() => {
+      if (this.remembers && this.overridden.get(key) === kind) this.remember(key, undefined, undefined);
+    });
   }
 
   reset(key: string): Promise<void> {
@@ -508,13 +571,7 @@ export class RedisBound implements BoundStore {
   failed(e: unknown, key: string, cost: number, now: number | undefined): Decision {
     this.store.noteFailure(e);
     if (this.fallback !== undefined) {
-      let t = now;
-      if (t === undefined) {
-        const local = Date.now();
-        if (local > this.lastLocal) this.lastLocal = local;
-        t = this.lastLocal;
-      }
-      const d = this.fallback.evaluate(key, cost, t);
+      const d = this.fallback.evaluate(key, cost, now ?? this.localNow());
       d.fallback = true;
       return d;
     }
