@@ -97,6 +97,38 @@ const DOWN = new Set(['reconnecting', 'close', 'end', 'disconnecting']);
 export interface Budget {
   readonly node: string;
   pending: number;
+  /**
+   * offset, offsetAt — the server's clock minus performance.now(), ms, as a lower bound learned from replies (the
+   * server read its clock before the reply arrived): the largest sample, renewed at least every OFFSET_RENEW ms
+   * (NaN until the first reply); offsetAt — performance.now() of that sample.
+   */
+  offset: number;
+  offsetAt: number;
+}
+
+/** OFFSET_RENEW — ms after which a budget's clock offset is replaced by the next sample even if it is lower (a server clock that stepped back). */
+const OFFSET_RENEW = 5_000;
+
+/** learnOffset — one sample of a server's clock (`wall`, ms; < 0: none) read before a reply that arrived at `local` (performance.now()). */
+function learnOffset(b: Budget, wall: number, local: number): void {
+  if (!(wall >= 0)) return;
+  const sample = wall - local;
+  if (!(sample <= b.offset) || local - b.offsetAt > OFFSET_RENEW) {
+    b.offset = sample;
+    b.offsetAt = local;
+  }
+}
+
+/**
+ * deadlineOf — the deadline a call given up at `at` (performance.now() ms) carries, on the server's clock: never later
+ * than the server's time when the store gives up on it (the offset is a lower bound), so a script that starts after
+ * that changes nothing; and a margin earlier (a tenth of the timeout, at most 25 ms), so that the reply of a script
+ * that did run in time has that long to arrive before the store gives up. Undefined while the offset is unknown (the
+ * first calls to a server).
+ */
+function deadlineOf(b: Budget, at: number, timeout: number): string | undefined {
+  const o = b.offset;
+  return o === o ? String(at - (timeout < 250 ? timeout / 10 : 25) + o) : undefined;
 }
 
 /** Deadline — one call waiting for its answer or its timeout, whichever comes first. */
@@ -119,7 +151,7 @@ export class RedisStore implements Store {
   /** pending — commands sent and not yet settled by the client, over all servers (each server's budget <= maxPending). */
   pending = 0;
   /** solo — the budget of a standalone client; budgets — a Cluster's, by master ('host:port'). */
-  private readonly solo: Budget = { node: 'redis', pending: 0 };
+  private readonly solo: Budget = { node: 'redis', pending: 0, offset: NaN, offsetAt: 0 };
   private readonly budgets = new Map<string, Budget>();
   /** nodeOf — the master serving a slot, for a Cluster client (undefined: a standalone client). */
   private readonly nodeOf: ((slot: number) => string | undefined) | undefined;
@@ -137,9 +169,9 @@ export class RedisStore implements Store {
   private readonly deadlines: Deadline[] = [];
   private head = 0;
   private timer: NodeJS.Timeout | undefined;
-  /** evalshaBuffer, evalBuffer — send a check's command (one key; now, cost), the reply kept as bytes. */
-  readonly evalshaBuffer: (sha: string, key: string, now: string | undefined, cost: string) => Promise<unknown>;
-  readonly evalBuffer: (text: string, key: string, now: string | undefined, cost: string) => Promise<unknown>;
+  /** evalshaBuffer, evalBuffer — send a check's command (one key; now, cost, deadline), the reply kept as bytes. */
+  readonly evalshaBuffer: (sha: string, key: string, now: string | undefined, cost: string, deadline: string | undefined) => Promise<unknown>;
+  readonly evalBuffer: (text: string, key: string, now: string | undefined, cost: string, deadline: string | undefined) => Promise<unknown>;
   private readonly overrideSet = opScript('override');
   private readonly overrideClear = opScript('unoverride');
   private readonly resetState = opScript('reset');
@@ -156,22 +188,22 @@ export class RedisStore implements Store {
     // How a check is sent: one ioredis Command through sendCommand when ioredis is there (the leanest path, and it
     // leaves batching to the store's coalescing); else the client's evalshaBuffer (callBuffer loses the command's name
     // under ioredis auto-pipelining); else callBuffer. The common check (server clock, cost 1) sends no ARGV.
-    const args = (head: string, key: string, now: string | undefined, cost: string): string[] =>
-      now === undefined && cost === '1' ? [head, '1', key] : [head, '1', key, now ?? '', cost];
+    const args = (head: string, key: string, now: string | undefined, cost: string, deadline: string | undefined): string[] =>
+      deadline !== undefined ? [head, '1', key, now ?? '', cost, deadline] : now === undefined && cost === '1' ? [head, '1', key] : [head, '1', key, now ?? '', cost];
     const direct = c as RedisClient & { sendCommand?: (command: object) => Promise<unknown>; options?: { keyPrefix?: string } };
     const methods = c as RedisClient & { evalshaBuffer?: (...a: (string | number)[]) => Promise<unknown>; evalBuffer?: (...a: (string | number)[]) => Promise<unknown> };
     const Cmd = CommandClass;
     if (Cmd !== undefined && typeof direct.sendCommand === 'function') {
       const keyPrefix = direct.options?.keyPrefix;
       const opts = keyPrefix ? { replyEncoding: null, keyPrefix } : { replyEncoding: null };
-      this.evalshaBuffer = (sha, key, now, cost) => direct.sendCommand!(new Cmd('evalsha', args(sha, key, now, cost), opts));
-      this.evalBuffer = (text, key, now, cost) => direct.sendCommand!(new Cmd('eval', args(text, key, now, cost), opts));
+      this.evalshaBuffer = (sha, key, now, cost, dl) => direct.sendCommand!(new Cmd('evalsha', args(sha, key, now, cost, dl), opts));
+      this.evalBuffer = (text, key, now, cost, dl) => direct.sendCommand!(new Cmd('eval', args(text, key, now, cost, dl), opts));
     } else if (typeof methods.evalshaBuffer === 'function' && typeof methods.evalBuffer === 'function') {
-      this.evalshaBuffer = (sha, key, now, cost) => methods.evalshaBuffer!(...args(sha, key, now, cost));
-      this.evalBuffer = (text, key, now, cost) => methods.evalBuffer!(...args(text, key, now, cost));
+      this.evalshaBuffer = (sha, key, now, cost, dl) => methods.evalshaBuffer!(...args(sha, key, now, cost, dl));
+      this.evalBuffer = (text, key, now, cost, dl) => methods.evalBuffer!(...args(text, key, now, cost, dl));
     } else {
-      this.evalshaBuffer = (sha, key, now, cost) => c.callBuffer('EVALSHA', ...args(sha, key, now, cost));
-      this.evalBuffer = (text, key, now, cost) => c.callBuffer('EVAL', ...args(text, key, now, cost));
+      this.evalshaBuffer = (sha, key, now, cost, dl) => c.callBuffer('EVALSHA', ...args(sha, key, now, cost, dl));
+      this.evalBuffer = (text, key, now, cost, dl) => c.callBuffer('EVAL', ...args(text, key, now, cost, dl));
     }
     const prefix = options.prefix ?? 'rk:';
     if (typeof prefix !== 'string' || /[{}]/.test(prefix)) {
@@ -234,15 +266,18 @@ export class RedisStore implements Store {
   }
 
   /**
-   * run — a script by SHA (EVAL when the server answers NOSCRIPT, which also caches it there), within the store's
-   * timeout and pending bound. Rejects with a StoreUnavailableError; never leaves a rejection unhandled.
+   * run — a small script by SHA (EVAL when the server answers NOSCRIPT, which also caches it there), within the
+   * store's timeout and pending bound, with its deadline as ARGV[1] (deadline.lua): a script that would start after the
+   * store gave up on it changes nothing. Rejects with a StoreUnavailableError; never leaves a rejection unhandled.
    */
   run(script: Script, keys: string[], args: (string | number)[], binary = false): Promise<unknown> {
     const budget = this.budgetOf(keys[0]);
     const refused = this.refuse(budget);
     if (refused !== undefined) return Promise.reject(refused);
+    const at = performance.now() + this.timeout;
+    args = [deadlineOf(budget, at, this.timeout) ?? '', ...args];
     return new Promise((resolve, reject) => {
-      const d: Deadline = { at: performance.now() + this.timeout, done: false, fail: reject };
+      const d: Deadline = { at, done: false, fail: reject };
       this.track(d);
       this.pending++;
       budget.pending++;
@@ -293,7 +328,7 @@ export class RedisStore implements Store {
     const node = nodeOf(keySlot(redisKey)) ?? '?';
     let b = this.budgets.get(node);
     if (b === undefined) {
-      b = { node, pending: 0 };
+      b = { node, pending: 0, offset: NaN, offsetAt: 0 };
       this.budgets.set(node, b);
     }
     return b;
@@ -374,6 +409,7 @@ class Check implements Deadline {
   answer(reply: Buffer): void {
     this.bound.store.pending--;
     this.budget.pending--;
+    learnOffset(this.budget, this.bound.wallOf(reply), performance.now());
     if (this.done) return;
     this.done = true;
     let d: Decision;
@@ -492,7 +528,12 @@ export class RedisBound implements BoundStore {
     const j = this.rulesBytes;
     const at = reply.readDoubleLE(j);
     const until = reply.readDoubleLE(j + 8);
-    this.remember(key, now, kind === 2 ? 'block' : 'exempt', until - at, reply.length > j + 16 ? reply.toString('utf8', j + 16) : undefined);
+    this.remember(key, now, kind === 2 ? 'block' : 'exempt', until - at, reply.length > j + 24 ? reply.toString('utf8', j + 24) : undefined);
+  }
+
+  /** wallOf — the server's clock in a reply (ms; −1 when the script did not read it): after the rules' part, and after now and the end for an override. */
+  wallOf(reply: Buffer): number {
+    return reply.length < this.rulesBytes + 8 ? -1 : reply.readDoubleLE(reply.readDoubleLE(0) < 2 ? this.rulesBytes : this.rulesBytes + 16);
   }
 
   /** redisKey — the client's key in Redis. */
@@ -512,7 +553,7 @@ export class RedisBound implements BoundStore {
       store.pending++;
       budget.pending++;
       store.cork();
-      store.evalshaBuffer(this.script.sha, redisKey, now === undefined ? undefined : String(now), cost === 1 ? '1' : String(cost))
+      store.evalshaBuffer(this.script.sha, redisKey, now === undefined ? undefined : String(now), cost === 1 ? '1' : String(cost), deadlineOf(budget, call.at, store.timeout))
         .then((reply) => call.answer(reply as Buffer), (e: unknown) => call.error(e));
     });
   }
@@ -520,7 +561,7 @@ export class RedisBound implements BoundStore {
   /** retry — a check whose script the server did not have (NOSCRIPT: restarted, a new cluster node): EVAL sends the text and caches it there. */
   retry(call: Check): void {
     const { key, cost, now } = call;
-    this.store.evalBuffer(this.script.text, this.redisKey(key), now === undefined ? undefined : String(now), cost === 1 ? '1' : String(cost))
+    this.store.evalBuffer(this.script.text, this.redisKey(key), now === undefined ? undefined : String(now), cost === 1 ? '1' : String(cost), deadlineOf(call.budget, call.at, this.store.timeout))
       .then((reply) => call.answer(reply as Buffer), (e: unknown) => call.error(e, true));
   }
 
@@ -563,7 +604,7 @@ export class RedisBound implements BoundStore {
     const kind = reply.readDoubleLE(0);
     if (kind < 2) return this.policy.finish(outcomes, kind === 1);
     const override: Override = { kind: kind === 2 ? 'block' : 'exempt', until: reply.readDoubleLE(j + 8) };
-    if (reply.length > j + 16) override.reason = reply.toString('utf8', j + 16);
+    if (reply.length > j + 24) override.reason = reply.toString('utf8', j + 24);
     return this.policy.overrideDecision(outcomes, override, reply.readDoubleLE(j));
   }
 

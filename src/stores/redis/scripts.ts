@@ -282,8 +282,8 @@ export function policyScript(policy: Policy): Script {
     ZEROS: zeros,
     ALL_OK: rules.map((_, i) => `ok${i + 1}`).join(' and '),
     RULE_REPLY: flat ? replies.join(', ') : '',
-    REPLY_FMT: fmt(1 + replyCount),
-    LIVE_FMT: fmt(3 + replyCount),
+    REPLY_FMT: fmt(2 + replyCount),
+    LIVE_FMT: fmt(4 + replyCount),
     STATE_VALUE: [state.length > 0 ? `pack('<c1${'d'.repeat(state.length)}', 'n', ${state.join(', ')})` : `'n'`, ...(hasLog ? ['(LB == 0 and L or sub(L, LB + 1))'] : [])].join(' .. '),
     PRELUDE: '',
   };
@@ -291,9 +291,9 @@ export function policyScript(policy: Policy): Script {
   if (!flat) {
     // each rule packed its own part: the reply is the outcome, the parts, and for an override its end and reason
     text = text
-      .replace(/pack\('\$LIVE_FMT', okind, \$RULE_REPLY, now, ountil\)/, `pack('<d', okind) .. ${replies.join(' .. ')} .. pack('<dd', now, ountil)`)
-      .replace(/pack\('\$REPLY_FMT', 1, \$RULE_REPLY\)/, `pack('<d', 1) .. ${replies.join(' .. ')}`)
-      .replace(/pack\('\$REPLY_FMT', 0, \$RULE_REPLY\)/, `pack('<d', 0) .. ${replies.join(' .. ')}`);
+      .replace(/pack\('\$LIVE_FMT', okind, \$RULE_REPLY, now, ountil, wall\)/, `pack('<d', okind) .. ${replies.join(' .. ')} .. pack('<ddd', now, ountil, wall)`)
+      .replace(/pack\('\$REPLY_FMT', 1, \$RULE_REPLY, wall\)/, `pack('<d', 1) .. ${replies.join(' .. ')} .. pack('<d', wall)`)
+      .replace(/pack\('\$REPLY_FMT', 0, \$RULE_REPLY, wall\)/, `pack('<d', 0) .. ${replies.join(' .. ')} .. pack('<d', wall)`);
   }
   text = fill(text, vars, 'policy.lua');
   // the prelude: a local for each library function the script calls (each one a global lookup per call otherwise)
@@ -323,8 +323,11 @@ function chunk<T>(list: T[]): T[][] {
   return out;
 }
 
-/** opScript — one of the small scripts (override, unoverride, reset): common.lua, record.lua and the file. */
-export const opScript = (name: 'override' | 'unoverride' | 'reset'): Script => new Script([tolerances(), lua('common'), lua('record'), lua(name)].join('\n'));
+/**
+ * opScript — one of the small scripts (override, unoverride, reset): common.lua, record.lua, deadline.lua (which takes
+ * the deadline off the front of ARGV, so the file reads its own ARGV as documented) and the file.
+ */
+export const opScript = (name: 'override' | 'unoverride' | 'reset'): Script => new Script([tolerances(), lua('common'), lua('record'), lua('deadline'), lua(name)].join('\n'));
 
 /**
  * policyId — names a policy's state layout in its keys, so that limiters with different policies on one Redis

@@ -20,22 +20,27 @@ KEYS[1] — the client's value (record.lua): an optional block or exemption head
           until the state is equivalent to a fresh client's (the longest resetAfter); deleted when it already is.
 ARGV[1] — now: ms since the epoch, a decimal string; '' (or no ARGV at all) to use the server's TIME.
 ARGV[2] — cost: cost units, a decimal string >= 0; absent: 1. (The store sends no ARGV for the common check: the
-          server's clock, cost 1.)
+          server's clock, cost 1, no deadline.)
+ARGV[3] — deadline (optional): ms on the server's clock (TIME). A script that starts at or after it changes nothing
+          and replies with the error `LATE`: its caller has given up on it (answered by the failure policy), so it
+          must not be charged.
 
 Returns little-endian doubles, lossless: the outcome (1 admitted, 0 refused, 2 blocked, 3 exempt); per rule, in
 order: admits (1 or 0), remaining, retryAfter (ms), resetAfter (ms), then rate (per second) for earrrl and
 exponential and delay (ms) for leakyBucket; for a block or exemption, then now (ms) and the override's end (ms, or
-inf), then the block's reason as bytes.
+inf); then the server's clock (TIME, ms; −1 when the script did not read it: an explicit now and no deadline), from
+which the store learns the offset of its deadlines; then, for a block, its reason as bytes.
 ]]
 $PRELUDE
 local key = KEYS[1]
-local now, cost = ARGV[1], ARGV[2]
-if now == nil or now == '' then
+local now, cost, deadline = ARGV[1], ARGV[2], ARGV[3]
+local wall = -1
+if now == nil or now == '' or deadline then
   local t = redis.call('TIME')
-  now = tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000
-else
-  now = tonumber(now)
+  wall = tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000
 end
+if now == nil or now == '' then now = wall else now = tonumber(now) end
+if deadline and wall >= tonumber(deadline) then return redis.error_reply('LATE the caller gave up on this check before it ran') end
 if cost == nil then cost = 1 else cost = tonumber(cost) end
 
 local v = redis.call('GET', key)
@@ -76,7 +81,7 @@ local changed = false
 
 -- Every rule reports from the state as stored.
 @report
-if live then return pack('$LIVE_FMT', okind, $RULE_REPLY, now, ountil) .. (oreason or '') end
+if live then return pack('$LIVE_FMT', okind, $RULE_REPLY, now, ountil, wall) .. (oreason or '') end
 
 -- Store, to expire when the state decides as a fresh client's would (fresh: the longest resetAfter): never earlier.
 if changed then
@@ -89,5 +94,5 @@ if changed then
     redis.call('DEL', key)
   end
 end
-if allowed then return pack('$REPLY_FMT', 1, $RULE_REPLY) end
-return pack('$REPLY_FMT', 0, $RULE_REPLY)
+if allowed then return pack('$REPLY_FMT', 1, $RULE_REPLY, wall) end
+return pack('$REPLY_FMT', 0, $RULE_REPLY, wall)
