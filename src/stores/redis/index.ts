@@ -528,7 +528,7 @@ export class RedisBound implements BoundStore {
     const j = this.rulesBytes;
     const at = reply.readDoubleLE(j);
     const until = reply.readDoubleLE(j + 8);
-    this.remember(key, now, kind === 2 ? 'block' : 'exempt', until - at, reply.length > j + 24 ? reply.toString('utf8', j + 24) : undefined);
+    this.remember(key, now, kind === 2 ? 'block' : 'exempt', until - at, reply.length > j + 24 ? reply.toString('utf8', j + 25) : undefined);
   }
 
   /** wallOf — the server's clock in a reply (ms; −1 when the script did not read it): after the rules' part, and after now and the end for an override. */
@@ -604,7 +604,7 @@ export class RedisBound implements BoundStore {
     const kind = reply.readDoubleLE(0);
     if (kind < 2) return this.policy.finish(outcomes, kind === 1);
     const override: Override = { kind: kind === 2 ? 'block' : 'exempt', until: reply.readDoubleLE(j + 8) };
-    if (reply.length > j + 24) override.reason = reply.toString('utf8', j + 24);
+    if (reply.length > j + 24) override.reason = reply.toString('utf8', j + 25);
     return this.policy.overrideDecision(outcomes, override, reply.readDoubleLE(j));
   }
 

@@ -139,7 +139,7 @@ function constants(r: RuleConfig, logPer: number, logLimit: number): Record<stri
     }
     case 'slidingLog': {
       const slack = countSlack(limit);
-      return { LIMIT: limit, PER: per, SLACK: slack, LIM_SLACK: limit + slack, LOG_PER: logPer, LOG_LIMIT: logLimit };
+      return { LIMIT: limit, PER: per, SLACK: slack, LIM_SLACK: limit + slack, LOG_PER: logPer, LOG_LIMIT: logLimit, BACK: per < logPer ? 1 : 0 };
     }
   }
 }
@@ -163,6 +163,9 @@ const LIBRARY: Record<string, string> = {
   floor: 'math.floor', ceil: 'math.ceil', exp: 'math.exp', log: 'math.log', abs: 'math.abs', INF: 'math.huge',
   pack: 'struct.pack', unpack: 'struct.unpack', byte: 'string.byte', sub: 'string.sub',
 };
+
+/** LOG_HEAD_ENTRIES — the entries of a sliding log the script reads with the head of the value (a log that short is read whole, in one GETRANGE). */
+const LOG_HEAD_ENTRIES = 64;
 
 /** FLAT_RULES — up to this many rules the reply is one struct.pack of locals; beyond, each rule packs its own part (Lua's 200 locals). */
 const FLAT_RULES = 8;
@@ -230,12 +233,19 @@ export function policyScript(policy: Policy): Script {
     }
   });
   if (offset !== policy.stateSize) throw new Error(`ratekeeper/redis: state layout ${offset} differs from the policy's ${policy.stateSize}`);
-  if (state.length + locals.length + (hasLog ? 5 : 0) > 170) {
+  if (state.length + locals.length + (hasLog ? 16 : 0) > 170) {
     throw new RatekeeperError(`redisStore: a policy of ${rules.length} rules keeps too many numbers for one Redis script; split it into several limiters`);
   }
 
   const charge: string[] = [];
-  const logCharge = hasLog ? fill(expand('slidingLog', 'charge'), constantVars(logRules[0], logPer, logLimit), 'slidingLog.lua (charge)') : '';
+  // the log's value layout (slidingLog.lua): the head read first, the bytes besides the buffer, the head as packed
+  const stateBytes = state.length * 8;
+  const head = 1 + stateBytes + 36 + LOG_HEAD_ENTRIES * 16;
+  const logVars: Record<string, string> = {
+    HEAD: String(head), FIXED: String(1 + stateBytes + 36 + 10),
+    STATE_HEAD: `pack('<c1${'d'.repeat(state.length)}dddI4I4I4', 'n', ${[...state, 'lbase', 'lnewest', 'ltotal', 'loff', 'ln', 'lcap'].join(', ')})`,
+  };
+  const logCharge = hasLog ? fill(expand('slidingLog', 'charge'), { ...constantVars(logRules[0], logPer, logLimit), ...logVars }, 'slidingLog.lua (charge)') : '';
   const logStrict = logRules[0]?.accounting === 'strict';
   charge.push('if cost > 0 and not live then');
   if (chargeAll.length > 0) {
@@ -267,6 +277,12 @@ export function policyScript(policy: Policy): Script {
         case 'charge': return charge;
         case 'report': return report;
         case 'read': return [expand('slidingLog', 'read', list.split(',').map((x) => x.trim()))];
+        case 'fetch': return hasLog
+          ? [`local v = redis.call('GETRANGE', key, 0, ${head - 1})`, `local whole = #v < ${head}`, `if v == '' then v = false end`]
+          : [`local v = redis.call('GET', key)`];
+        case 'store': return hasLog
+          ? [fill(expand('slidingLog', 'store'), logVars, 'slidingLog.lua (store)')]
+          : ['if fresh > 1e13 then', `  redis.call('SET', key, $STATE_VALUE)`, 'else', `  redis.call('SET', key, $STATE_VALUE, 'PX', ceil(fresh))`, 'end'];
         default: throw new Error(`ratekeeper/redis: policy.lua has an unknown line @${what}`);
       }
     })();
@@ -284,7 +300,8 @@ export function policyScript(policy: Policy): Script {
     RULE_REPLY: flat ? replies.join(', ') : '',
     REPLY_FMT: fmt(2 + replyCount),
     LIVE_FMT: fmt(4 + replyCount),
-    STATE_VALUE: [state.length > 0 ? `pack('<c1${'d'.repeat(state.length)}', 'n', ${state.join(', ')})` : `'n'`, ...(hasLog ? ['(LB == 0 and L or sub(L, LB + 1))'] : [])].join(' .. '),
+    STATE_VALUE: state.length > 0 ? `pack('<c1${'d'.repeat(state.length)}', 'n', ${state.join(', ')})` : `'n'`,
+    HEAD: String(head),
     PRELUDE: '',
   };
   if (state.length === 0) text = text.replace(/^if v and #v >= at \+ \$STATE_BYTES - 1 then .*$/m, '');
@@ -335,5 +352,7 @@ export const opScript = (name: 'override' | 'unoverride' | 'reset'): Script => n
  */
 export function policyId(policy: Policy): string {
   const shape = policy.rules.map((r) => [r.algorithm, r.limit, r.per, r.burst, r.halfLife, r.accounting]);
-  return createHash('sha1').update(JSON.stringify(['ratekeeper-redis-1', shape])).digest('hex').slice(0, 12);
+  // -2: the sliding log's layout with a header and an in-place buffer (slidingLog.lua); policies without one keep -1
+  const version = policy.rules.some((r) => r.algorithm === 'slidingLog') ? 'ratekeeper-redis-2' : 'ratekeeper-redis-1';
+  return createHash('sha1').update(JSON.stringify([version, shape])).digest('hex').slice(0, 12);
 }

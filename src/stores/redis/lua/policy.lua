@@ -29,7 +29,8 @@ Returns little-endian doubles, lossless: the outcome (1 admitted, 0 refused, 2 b
 order: admits (1 or 0), remaining, retryAfter (ms), resetAfter (ms), then rate (per second) for earrrl and
 exponential and delay (ms) for leakyBucket; for a block or exemption, then now (ms) and the override's end (ms, or
 inf); then the server's clock (TIME, ms; −1 when the script did not read it: an explicit now and no deadline), from
-which the store learns the offset of its deadlines; then, for a block, its reason as bytes.
+which the store learns the offset of its deadlines; then, for a block with a reason, 'r' and the reason as bytes
+(so that an empty reason is told from none).
 ]]
 $PRELUDE
 local key = KEYS[1]
@@ -43,7 +44,7 @@ if now == nil or now == '' then now = wall else now = tonumber(now) end
 if deadline and wall >= tonumber(deadline) then return redis.error_reply('LATE the caller gave up on this check before it ran') end
 if cost == nil then cost = 1 else cost = tonumber(cost) end
 
-local v = redis.call('GET', key)
+@fetch
 -- at — where the state starts in v: after 'n', or after an override's header ('o', kind, 4 doubles, the reason).
 -- live — a block or exemption in force: every rule decides the request without being charged (nothing is stored),
 -- so that a block's wait includes the rules'; one that is over is forgotten (as the memory store does), keeping the
@@ -52,6 +53,11 @@ local at, live, okind, ountil, oreason = 2, false
 if v and byte(v, 1) == 111 then
   local untilMs, oe, se, rlen = unpack('<dddd', v, 3)
   at = 35
+@log   if not whole and rlen > 0 then
+@log     -- the head read so far may stop in the reason: read it again, as long again as the reason
+@log     v = redis.call('GETRANGE', key, 0, 33 + rlen + $HEAD - 1)
+@log     whole = #v < 33 + rlen + $HEAD
+@log   end
   if rlen >= 0 then
     oreason = sub(v, 35, 34 + rlen)
     at = 35 + rlen
@@ -60,7 +66,9 @@ if v and byte(v, 1) == 111 then
     live, ountil = true, untilMs
     if byte(v, 2) == 98 then okind = 2 else okind = 3 end
   elseif #v >= at then
+@log     if not whole then v, whole = redis.call('GET', key), true end
     redis.call('SET', key, 'n' .. sub(v, at), 'KEEPTTL')
+@log     v, at = 'n' .. sub(v, at), 2
   else
     redis.call('DEL', key)
   end
@@ -68,7 +76,7 @@ end
 
 $LOCALS
 if v and #v >= at + $STATE_BYTES - 1 then $STATE = unpack('$STATE_FMT', v, at) else $STATE = $ZEROS end
-@log local L, LB, ln, lbase, ltotal, lnewest, lcharged
+@log local le, loff, ln, lcap, lbase, ltotal, lnewest, lcharged, lwhole, lbuf, lpos, ldata, cq, ck
 @log @read(at + $STATE_BYTES)
 
 -- Every rule decides on the state before the request; n… hold the state as charged.
@@ -81,15 +89,13 @@ local changed = false
 
 -- Every rule reports from the state as stored.
 @report
-if live then return pack('$LIVE_FMT', okind, $RULE_REPLY, now, ountil, wall) .. (oreason or '') end
+if live then return pack('$LIVE_FMT', okind, $RULE_REPLY, now, ountil, wall) .. (oreason and ('r' .. oreason) or '') end
 
 -- Store, to expire when the state decides as a fresh client's would (fresh: the longest resetAfter): never earlier.
 if changed then
-  if fresh > 1e13 then
-    -- past ~317 years (or inf): no expiry rather than a PX Redis refuses (never forgive early)
-    redis.call('SET', key, $STATE_VALUE)
-  elseif fresh > 0 then
-    redis.call('SET', key, $STATE_VALUE, 'PX', ceil(fresh))
+  if fresh > 0 then
+    -- (past 1e13 ms, ~317 years, or inf: no expiry rather than a PX Redis refuses; never forgive early)
+    @store
   else
     redis.call('DEL', key)
   end
