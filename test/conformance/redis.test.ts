@@ -1,8 +1,11 @@
-/** The scenario table on a standalone Redis and on a 3-master Redis Cluster: the same decisions as the memory store. */
+/**
+ * The scenario table on a standalone Redis and on a 3-master Redis Cluster, through ioredis and through node-redis:
+ * the same decisions as the memory store.
+ */
 import { describe, test } from 'node:test';
 import { MemoryStore } from '../../src/stores/memory.js';
 import { RedisStore } from '../../src/stores/redis/index.js';
-import { uniquePrefix, useCluster, useRedis, type RedisSuite } from '../support/redis-suite.js';
+import { uniquePrefix, useCluster, useNodeRedis, useNodeRedisCluster, useRedis, type RedisSuite } from '../support/redis-suite.js';
 import { scenarios } from './scenarios.js';
 import { checkExpectations, compare, run } from './run.js';
 
@@ -20,3 +23,5 @@ function conform(redis: RedisSuite<unknown, ConstructorParameters<typeof RedisSt
 
 describe('conformance on a standalone Redis', () => conform(useRedis()));
 describe('conformance on a 3-master Redis Cluster', () => conform(useCluster()));
+describe('conformance on a standalone Redis, node-redis client', () => conform(useNodeRedis()));
+describe('conformance on a 3-master Redis Cluster, node-redis cluster', () => conform(useNodeRedisCluster()));

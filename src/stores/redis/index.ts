@@ -5,6 +5,7 @@ import { MemoryStore, type MemoryTable } from '../memory.js';
 import type { BoundStore, OverrideRequest, Store } from '../types.js';
 import { Script, hasDelay, hasRate, opScript, policyId, policyScript } from './scripts.js';
 import { keySlot } from './slot.js';
+import { NodeRedisAdapter, isNodeRedis } from './node-redis.js';
 
 /**
  * RedisClient — what the store needs of a client: ioredis's `Redis` and `Cluster` both fit. `status` is read to
@@ -18,17 +19,28 @@ export interface RedisClient {
   readonly status?: string;
 }
 
+/**
+ * NodeRedisLike — a node-redis (`redis` package) client from `createClient()` or cluster from `createCluster()`,
+ * connected by the caller (`await client.connect()`).
+ */
+export interface NodeRedisLike {
+  sendCommand(...args: never[]): Promise<unknown>;
+  readonly isOpen: boolean;
+  readonly isReady: boolean;
+}
+
 /** OnError — what a check answers when Redis does not: refuse, admit, or decide on a local memory store. */
 export type OnError = 'deny' | 'allow' | 'memory';
 
 /** RedisStoreOptions — the Redis store's client, key layout and failure policy. */
 export interface RedisStoreOptions {
   /**
-   * client — an ioredis `Redis` or `Cluster`, connected by the caller (the store never closes it). Give it an
-   * `error` listener, and consider `maxRetriesPerRequest: 1` so that commands caught by a disconnection fail fast.
+   * client — an ioredis `Redis` or `Cluster`, or a node-redis client (`createClient()`) or cluster
+   * (`createCluster()`), connected by the caller (the store never closes it). Give it an `error` listener; with
+   * ioredis consider `maxRetriesPerRequest: 1` so that commands caught by a disconnection fail fast.
    * @example new Redis({ host: '127.0.0.1', port: 6379 })
    */
-  client: RedisClient;
+  client: RedisClient | NodeRedisLike;
   /** prefix — the start of every key; must not contain `{` or `}` (the client's part is the hash tag). @default 'rk:' */
   prefix?: string;
   /**
@@ -178,13 +190,18 @@ export class RedisStore implements Store {
 
   constructor(options: RedisStoreOptions) {
     if (typeof options !== 'object' || options === null) throw new RatekeeperError(`redisStore takes an options object like { client }, got ${show(options)}`);
-    const c = options.client as unknown as RedisClient | undefined;
+    const given = typeof options.client === 'object' && options.client !== null ? options.client : undefined;
+    const c = (isNodeRedis(given) ? new NodeRedisAdapter(given!) : given) as RedisClient | undefined;
     if (typeof c !== 'object' || c === null || typeof c.evalsha !== 'function' || typeof c.eval !== 'function' || typeof c.callBuffer !== 'function') {
-      throw new RatekeeperError(`redisStore.client must be an ioredis Redis or Cluster, got ${show(options.client)}`);
+      throw new RatekeeperError(`redisStore.client must be an ioredis Redis or Cluster or a node-redis client or cluster, got ${show(options.client)}`);
     }
     this.client = c;
-    const cluster = c as RedisClient & { isCluster?: boolean; slots?: string[][] };
-    if (cluster.isCluster === true) this.nodeOf = (slot) => cluster.slots?.[slot]?.[0];
+    const cluster = c as RedisClient & { isCluster?: boolean; slots?: string[][]; nodeOf?: (slot: number) => string | undefined };
+    if (typeof cluster.nodeOf === 'function') {
+      if (cluster.isCluster === true) this.nodeOf = cluster.nodeOf.bind(cluster);
+    } else if (cluster.isCluster === true) {
+      this.nodeOf = (slot) => cluster.slots?.[slot]?.[0];
+    }
     // How a check is sent: one ioredis Command through sendCommand when ioredis is there (the leanest path, and it
     // leaves batching to the store's coalescing); else the client's evalshaBuffer (callBuffer loses the command's name
     // under ioredis auto-pipelining); else callBuffer. The common check (server clock, cost 1) sends no ARGV.
