@@ -65,7 +65,8 @@ export const MAX_KEY_LENGTH = 4096;
 export class Limiter {
   readonly policy: Policy;
   readonly store: Store;
-  private readonly bound: BoundStore;
+  /** bound — the store bound to this limiter's policy (what checkAll talks to). @internal */
+  readonly bound: BoundStore;
   private readonly clock: Clock;
   /** last — the latest time read from the clock; a clock that steps back is clamped to it. */
   private last = -Infinity;
@@ -133,6 +134,25 @@ export class Limiter {
     return this.check(key, { now: options?.now, cost: 0 });
   }
 
+  /**
+   * refund — gives back `cost` units that `key` was charged, as if that much of its latest admitted charges had not
+   * happened (per algorithm: docs/algorithms.md, "Refunds"): for a request that was admitted but then not served.
+   * Never leaves the client better off than a fresh one; an unknown key has nothing to give back. Drops the key's
+   * denial-cache entry. Resolves to what a look of cost 0 sees afterwards. Rejects on misuse, and when the store
+   * cannot be reached (Redis) or cannot refund.
+   */
+  async refund(key: string, options?: CheckOptions): Promise<Decision> {
+    const k = key_(key);
+    const cost = cost_(options);
+    const now = this.time(options);
+    const bound = this.bound;
+    if (bound.refund === undefined) throw new RatekeeperError(`refund needs a store that can give back a charge; this one has no refund()`, 'ERR_ARGUMENT');
+    this.denialCache?.invalidate(k);
+    const d = await bound.refund(k, cost, now, false);
+    this.denialCache?.invalidate(k);
+    return d;
+  }
+
   /** reset — forgets `key`'s rule state; blocks and exemptions stay. */
   async reset(key: string): Promise<void> {
     const k = key_(key);
@@ -180,8 +200,8 @@ export class Limiter {
     await this.store.close?.();
   }
 
-  /** time — the call's time: its explicit `now`, else the store's own clock, else ours (clamped to never step back). */
-  private time(options: CheckOptions | undefined): number | undefined {
+  /** time — the call's time: its explicit `now`, else the store's own clock, else ours (clamped to never step back). @internal */
+  time(options: CheckOptions | undefined): number | undefined {
     const now = options?.now;
     if (now !== undefined) {
       if (typeof now !== 'number' || !Number.isFinite(now)) throw new RatekeeperError(`now must be a finite number of ms, got ${show(now)}`, 'ERR_ARGUMENT');
@@ -195,14 +215,15 @@ export class Limiter {
     return this.bound.ownClock ? undefined : this.tick();
   }
 
-  private tick(): number {
+  /** tick — the clock's time, never stepping back. @internal */
+  tick(): number {
     const t = this.clock.now();
     if (t > this.last) this.last = t;
     return this.last;
   }
 }
 
-function key_(key: unknown): string {
+export function key_(key: unknown): string {
   if (typeof key !== 'string' || key.length === 0 || key.length > MAX_KEY_LENGTH) {
     throw new RatekeeperError(
       typeof key === 'string'
@@ -214,7 +235,7 @@ function key_(key: unknown): string {
   return key;
 }
 
-function cost_(options: CheckOptions | undefined): number {
+export function cost_(options: CheckOptions | undefined): number {
   if (options === undefined || options.cost === undefined) return 1;
   const c = options.cost;
   if (typeof c !== 'number' || !(c >= 0) || c === Infinity) {

@@ -1,6 +1,9 @@
 import type { Decision } from './core/types.js';
+import { Outcome, type Policy } from './core/policy.js';
 import { RatekeeperError, show } from './core/errors.js';
-import type { Limiter } from './limiter.js';
+import { Limiter, key_, cost_ } from './limiter.js';
+import type { DenialCache } from './denialCache.js';
+import type { BoundStore, Part, Store } from './stores/types.js';
 
 /** CheckAllItem — one part of a compound request: a limiter (its policy), the client's key for it, and the cost. */
 export interface CheckAllItem {
@@ -16,27 +19,221 @@ export interface CheckAllResult {
   allowed: boolean;
   /**
    * decisions — one per item, in order: each item's own verdict (`allowed` is what its rules, block or exemption
-   * said). State is charged only when `allowed` is true; when another item refused, an item that admitted is not
-   * charged (its `remaining` is from its uncharged state) and one that refused is charged as its accounting says.
+   * said). When the request is admitted every item is charged. When it is refused, an item that admitted is not
+   * charged — it reports `allowed: true`, `retryAfter` 0 and `remaining` from its uncharged state (its strict rules
+   * excepted: they are charged as for a refused request) — and one that refused is charged as its accounting says.
+   * Items naming the same state (the same limiter and key) are decided together, as one request of their summed
+   * cost, and share one decision.
    */
   decisions: Decision[];
+  /** refusedBy — the index of the item whose refusal refused the request (the first one), −1 when admitted. */
+  refusedBy: number;
+  /**
+   * cached — true when a denial cache answered (the store was not asked and nothing was charged): only
+   * `decisions[refusedBy]` was decided; every other item's decision only says it was not charged (allowed, with
+   * remaining 0: unknown).
+   */
+  cached?: true;
+}
+
+/** CheckAllOptions — the compound request's time. */
+export interface CheckAllOptions {
+  /** now — the request's time in ms for every item, instead of the clock's (tests, replays). */
+  now?: number;
+}
+
+/**
+ * Plan — a compound request made ready for a store: its parts (one per distinct state: the same limiter and key
+ * merged, costs summed), which part each item is, the parts' limiters, the common store (undefined when the items
+ * use several) and the time.
+ */
+interface Plan {
+  parts: Part[];
+  /** of — item i is part of[i]. */
+  of: number[];
+  limiters: Limiter[];
+  store: Store | undefined;
+  now: number | undefined;
+  /** local — the local time the denial caches are read at, per part (NaN: the part's limiter has none). */
+  local: number[] | undefined;
+  epochs: number[] | undefined;
 }
 
 /**
  * checkAll — decides several (limiter, key, cost) items all-or-nothing, as one request: admitted only when every
  * item admits it, and then every item is charged; refused otherwise, and then no item that admitted is charged.
- *
- * PLACEHOLDER (to be replaced by the store-level implementation): decides the items one after the other and
- * does not give back what earlier items were charged.
+ * - memory store: exact, decided in one synchronous step (see {@link checkAllSync}).
+ * - Redis: one round trip, one script deciding every item on the stored state and then charging all or none.
+ * - Redis Cluster (keys in several slots), or items on different stores: every item decides and charges at once,
+ *   each atomically, and when one refused, what the others were charged is given back (a refund, a second round
+ *   trip): never more admitted than a limit, but in between another request may be refused by capacity that is then
+ *   given back.
+ * Blocks refuse (and charge nothing), exemptions admit and charge nothing, dry-run items never refuse (their state
+ * changes as enforcement would change it given the other items' verdicts). A denial cache's refusal of one item
+ * refuses the request without asking the store. Failure policies apply as for `check`. Rejects only on misuse.
  */
-export async function checkAll(items: readonly CheckAllItem[], options?: { now?: number }): Promise<CheckAllResult> {
-  if (!Array.isArray(items) || items.length === 0) throw new RatekeeperError(`checkAll takes a non-empty array of { limiter, key, cost? }, got ${show(items)}`, 'ERR_ARGUMENT');
-  const decisions: Decision[] = [];
-  let allowed = true;
-  for (const it of items) {
-    const d = await it.limiter.check(it.key, { cost: it.cost ?? 1, now: options?.now });
-    decisions.push(d);
-    if (!d.allowed) allowed = false;
+export function checkAll(items: readonly CheckAllItem[], options?: CheckAllOptions): Promise<CheckAllResult> {
+  try {
+    const plan = prepare(items, options);
+    const hit = cachedRefusal(plan, items);
+    if (hit !== undefined) return Promise.resolve(hit);
+    const out = plan.store?.evaluateAll?.(plan.parts, plan.now);
+    if (out === undefined) return decideThenRefund(plan).then((d) => result(plan, d));
+    if (Array.isArray(out)) return Promise.resolve(result(plan, out));
+    return (out as Promise<Decision[]>).then((d) => result(plan, d));
+  } catch (e) {
+    return Promise.reject(e);
   }
-  return { allowed, decisions };
+}
+
+/** checkAllSync — `checkAll` without the promise, for items on one synchronous store (the memory store). Throws on misuse. */
+export function checkAllSync(items: readonly CheckAllItem[], options?: CheckAllOptions): CheckAllResult {
+  const plan = prepare(items, options);
+  if (plan.store === undefined || !plan.parts.every((p) => p.bound.sync) || plan.store.evaluateAll === undefined) {
+    throw new RatekeeperError(`checkAllSync needs every item on one synchronous store such as memoryStore(); use checkAll() with these`, 'ERR_ARGUMENT');
+  }
+  const hit = cachedRefusal(plan, items);
+  if (hit !== undefined) return hit;
+  return result(plan, plan.store.evaluateAll(plan.parts, plan.now) as Decision[]);
+}
+
+/** prepare — validates the items and plans the parts; throws on misuse. */
+function prepare(items: readonly CheckAllItem[], options: CheckAllOptions | undefined): Plan {
+  if (!Array.isArray(items) || items.length === 0) throw new RatekeeperError(`checkAll takes a non-empty array of { limiter, key, cost? }, got ${show(items)}`, 'ERR_ARGUMENT');
+  const n = items.length;
+  const parts: Part[] = [];
+  const of = new Array<number>(n);
+  const limiters: Limiter[] = [];
+  let store: Store | undefined;
+  let caches = false;
+  for (let i = 0; i < n; i++) {
+    const it = items[i];
+    if (typeof it !== 'object' || it === null || !(it.limiter instanceof Limiter)) {
+      throw new RatekeeperError(`checkAll items[${i}].limiter must be a Limiter (made by limiter()), got ${show(it === null || typeof it !== 'object' ? it : it.limiter)}`, 'ERR_ARGUMENT');
+    }
+    const lim = it.limiter;
+    const key = key_(it.key);
+    const cost = cost_(it);
+    const bound = lim.bound;
+    if (i === 0) store = lim.store;
+    else if (lim.store !== store) store = undefined;
+    if (lim.denialCache !== undefined) caches = true;
+    let j = -1;
+    if (n <= 8) {
+      for (let k = 0; k < parts.length; k++) if (parts[k].bound === bound && parts[k].key === key) j = k;
+    } else {
+      j = parts.findIndex((p) => p.bound === bound && p.key === key);
+    }
+    if (j >= 0) {
+      parts[j].cost += cost;
+      of[i] = j;
+    } else {
+      of[i] = parts.length;
+      parts.push({ bound, key, cost });
+      limiters.push(lim);
+    }
+  }
+  if (store === undefined || store.evaluateAll === undefined) {
+    for (let k = 0; k < parts.length; k++) {
+      if (parts[k].bound.refund === undefined) {
+        throw new RatekeeperError(`checkAll: items on different stores (or a store without evaluateAll) are decided and then refunded, and the store of items[${of.indexOf(k)}] cannot refund`, 'ERR_ARGUMENT');
+      }
+    }
+  }
+  // One time for every part: the explicit one, else the store's own clock (one TIME in the script), else ours.
+  let now = options?.now;
+  if (now !== undefined) {
+    if (typeof now !== 'number' || !Number.isFinite(now)) throw new RatekeeperError(`now must be a finite number of ms, got ${show(now)}`, 'ERR_ARGUMENT');
+  } else if (!(store !== undefined && parts[0].bound.ownClock)) {
+    now = limiters[0].tick();
+  }
+  let local: number[] | undefined;
+  let epochs: number[] | undefined;
+  if (caches) {
+    local = limiters.map((l) => (l.denialCache === undefined ? Number.NaN : now ?? l.tick()));
+    epochs = limiters.map((l) => l.denialCache?.epoch ?? 0);
+  }
+  return { parts, of, limiters, store, now, local, epochs };
+}
+
+/** cachedRefusal — the request refused by a denial cache's entry for one of its parts, or undefined (ask the store). */
+function cachedRefusal(plan: Plan, items: readonly CheckAllItem[]): CheckAllResult | undefined {
+  const local = plan.local;
+  if (local === undefined) return undefined;
+  for (let k = 0; k < plan.parts.length; k++) {
+    const cache = plan.limiters[k].denialCache;
+    if (cache === undefined) continue;
+    const p = plan.parts[k];
+    const hit = cache.get(p.key, p.cost, local[k]);
+    if (hit === undefined) continue;
+    const decisions = items.map((_, i) => (plan.of[i] === k ? hit : unasked(plan.limiters[plan.of[i]].policy)));
+    return { allowed: false, decisions, refusedBy: plan.of.indexOf(k), cached: true };
+  }
+  return undefined;
+}
+
+/** result — the compound result from the parts' decisions; refusals are remembered by the parts' denial caches. */
+function result(plan: Plan, parts: Decision[]): CheckAllResult {
+  const { of } = plan;
+  if (plan.local !== undefined) {
+    for (let k = 0; k < parts.length; k++) {
+      const cache: DenialCache | undefined = plan.limiters[k].denialCache;
+      if (cache !== undefined) cache.put(plan.parts[k].key, plan.parts[k].cost, plan.local[k], parts[k], (plan.epochs as number[])[k]);
+    }
+  }
+  const n = of.length;
+  const decisions = new Array<Decision>(n);
+  let refusedBy = -1;
+  for (let i = 0; i < n; i++) {
+    const d = parts[of[i]];
+    decisions[i] = d;
+    if (refusedBy < 0 && !d.allowed) refusedBy = i;
+  }
+  return { allowed: refusedBy < 0, decisions, refusedBy };
+}
+
+/**
+ * decideThenRefund — the compound request where no single atomic step can decide it (Redis Cluster with keys in
+ * several slots, items on different stores): every part decides and is charged at once (each atomically), and when
+ * one refused, every part that was charged as admitted is given back its cost on its leaky rules (its strict rules
+ * keep the charge, as for any refused request), and reports from the refunded state. A refund that fails leaves
+ * the charge (fails safe: it never admits more).
+ */
+async function decideThenRefund(plan: Plan): Promise<Decision[]> {
+  const { parts, now } = plan;
+  const pending = parts.map((p) => p.bound.evaluate(p.key, p.cost, now));
+  const decisions = await Promise.all(pending);
+  let all = true;
+  for (const d of decisions) if (!d.allowed) all = false;
+  if (all) return decisions;
+  await Promise.all(parts.map(async (p, k) => {
+    const d = decisions[k];
+    if (d.reason !== 'allowed' || !(p.cost > 0)) return;
+    try {
+      const after = await (p.bound as Required<BoundStore>).refund(p.key, p.cost, now, true);
+      decisions[k] = vetoed(plan.limiters[k].policy, d, after);
+    } catch {
+      // the charge stays
+    }
+  }));
+  return decisions;
+}
+
+/**
+ * vetoed — the decision of a part that admitted and was charged, once its charge was given back: its own verdict
+ * (`allowed`, retryAfter 0, its measured rates), remaining and resetAfter from the refunded state, no delay —
+ * what the part would have said had it been vetoed before being charged.
+ */
+function vetoed(policy: Policy, d: Decision, after: Decision): Decision {
+  const rules = d.rules.map((r, i) => new Outcome(
+    r.name, r.algorithm, r.allowed, r.limit, after.rules[i].remaining, 0, after.rules[i].resetAfter, r.rate, r.delay === undefined ? undefined : 0,
+  ));
+  const out = policy.finish(rules, true);
+  if (d.fallback === true) out.fallback = true;
+  return out;
+}
+
+/** unasked — the decision of an item that was not asked (the request was refused by a denial cache): nothing charged, nothing known. */
+function unasked(policy: Policy): Decision {
+  return policy.finish(policy.rules.map((c) => new Outcome(c.name, c.algorithm, true, c.limit, 0, 0, 0, undefined, undefined)), true);
 }

@@ -138,10 +138,13 @@ export class Policy {
   /**
    * evaluate — decides a request of `cost` at `now` for the client whose state is `s[o … o + stateSize)` and
    * `log`, and updates that state in place. `override` is the client's block or exemption, if any.
+   * `veto` — another part of a compound request refused it (checkAll): the request is not admitted whatever these
+   * rules say, so it is charged as a refused one (the strict rules only), while the decision keeps this policy's own
+   * verdict (`allowed`, `retryAfter` 0 when its rules admit) and reports from the state as stored, with no delay.
    */
-  evaluate(s: Float64Array, o: number, log: Log | undefined, now: number, cost: number, override?: Override): Decision {
+  evaluate(s: Float64Array, o: number, log: Log | undefined, now: number, cost: number, override?: Override, veto?: boolean): Decision {
     if (override !== undefined && override.until > now) return this.overridden(s, o, log, now, cost, override);
-    if (this.single !== null) return this.evaluateSingle(this.single, s, o, now, cost);
+    if (this.single !== null) return this.evaluateSingle(this.single, s, o, now, cost, veto === true);
     const machines = this.machines;
     const count = machines.length;
     const n = this.scratch;
@@ -156,45 +159,80 @@ export class Policy {
       this.delays[i] = measured.delay;
       if (!ok) allowed = false;
     }
+    const charged = allowed && veto !== true;
     if (cost > 0) {
       for (let i = 0; i < count; i++) {
-        if (this.kinds[i] < 0 || !(allowed || this.strict[i] === 1)) continue;
+        if (this.kinds[i] < 0 || !(charged || this.strict[i] === 1)) continue;
         const off = this.offsets[i];
         for (let k = 0, size = this.sizes[i]; k < size; k++) s[o + off + k] = n[off + k];
       }
-      if (this.hasLog && (allowed || this.logStrict)) {
+      if (this.hasLog && (charged || this.logStrict)) {
         (log as Log).push(now, cost);
         (log as Log).trim(now - this.logPer, this.logLimit);
       }
     }
     const outcomes = new Array<RuleOutcome>(count);
-    for (let i = 0; i < count; i++) outcomes[i] = this.outcome(i, s, o, log, now, cost, this.admits[i] === 1, allowed);
+    for (let i = 0; i < count; i++) outcomes[i] = this.outcome(i, s, o, log, now, cost, this.admits[i] === 1, allowed, charged);
     return this.finish(outcomes, allowed);
   }
 
+  /**
+   * verdict — whether a request of `cost` at `now` would get `allowed: true` from {@link evaluate} (its rules admit it,
+   * or the policy is dry-run, or the client is exempt; a block refuses unless dry-run), charging nothing.
+   */
+  verdict(s: Float64Array, o: number, log: Log | undefined, now: number, cost: number, override?: Override): boolean {
+    if (override !== undefined && override.until > now) return override.kind === 'exempt' || this.dryRun;
+    if (this.dryRun) return true;
+    const machines = this.machines;
+    for (let i = 0, count = machines.length; i < count; i++) {
+      const k = this.kinds[i];
+      const ok = k < 0
+        ? (machines[i] as SlidingLog).admits(log as Log, now, cost)
+        : dispatch.next(k, machines[i] as Rule, s, o + this.offsets[i], now, cost, this.scratch, this.offsets[i]);
+      if (!ok) return false;
+    }
+    return true;
+  }
+
+  /**
+   * refund — gives back `cost` units of the client's latest charges, in place (each algorithm's refund); with
+   * `leakyOnly`, only to the rules with leaky accounting (what a compound request that was refused elsewhere gives
+   * back: its strict rules keep the charge, as for any refused request).
+   */
+  refund(s: Float64Array, o: number, log: Log | undefined, now: number, cost: number, leakyOnly = false): void {
+    if (!(cost > 0)) return;
+    for (let i = 0; i < this.machines.length; i++) {
+      const k = this.kinds[i];
+      if (k < 0 || (leakyOnly && this.strict[i] === 1)) continue;
+      dispatch.refund(k, this.machines[i] as Rule, s, o + this.offsets[i], now, cost);
+    }
+    if (this.hasLog && !(leakyOnly && this.logStrict)) (log as Log).refund(cost);
+  }
+
   /** evaluateSingle — evaluate() for a policy of one slice rule: the same steps without the loops. */
-  private evaluateSingle(m: Rule, s: Float64Array, o: number, now: number, cost: number): Decision {
+  private evaluateSingle(m: Rule, s: Float64Array, o: number, now: number, cost: number, veto: boolean): Decision {
     const n = this.scratch;
     const k = this.kinds[0];
     measured.rate = measured.delay = Number.NaN;
     const ok = dispatch.next(k, m, s, o, now, cost, n, 0);
     const measuredRate = measured.rate;
     const measuredDelay = measured.delay;
-    if (cost > 0 && (ok || this.strict[0] === 1)) for (let j = 0, size = this.sizes[0]; j < size; j++) s[o + j] = n[j];
+    const charged = ok && !veto;
+    if (cost > 0 && (charged || this.strict[0] === 1)) for (let j = 0, size = this.sizes[0]; j < size; j++) s[o + j] = n[j];
     const c = this.rules[0];
     dispatch.report(k, m, s, o, now);
     const remaining = measured.remaining;
     const resetAfter = measured.resetAfter;
     const retryAfter = ok ? 0 : dispatch.wait(k, m, s, o, now, cost);
     const rate = measuredRate === measuredRate ? measuredRate : undefined;
-    const delay = measuredDelay === measuredDelay ? (ok ? measuredDelay : 0) : undefined;
+    const delay = measuredDelay === measuredDelay ? (charged ? measuredDelay : 0) : undefined;
     const out = new Outcome(c.name, c.algorithm, ok, c.limit, remaining, retryAfter, resetAfter, rate, delay);
     const dry = !ok && this.dryRun;
     return new Verdict(ok || dry, ok ? 'allowed' : dry ? 'dry-run' : 'limited', c.limit, remaining, retryAfter, resetAfter, rate, delay, [out]);
   }
 
   /** outcome — rule i's report after the decision, from the state as stored. */
-  private outcome(i: number, s: Float64Array, o: number, log: Log | undefined, now: number, cost: number, admits: boolean, allowed: boolean): RuleOutcome {
+  private outcome(i: number, s: Float64Array, o: number, log: Log | undefined, now: number, cost: number, admits: boolean, allowed: boolean, charged = allowed): RuleOutcome {
     const m = this.machines[i];
     const c = this.rules[i];
     const k = this.kinds[i];
@@ -212,7 +250,7 @@ export class Policy {
     const resetAfter = measured.resetAfter;
     return new Outcome(
       c.name, c.algorithm, admits, c.limit, remaining, allowed ? 0 : dispatch.wait(k, r, s, at, now, cost),
-      resetAfter, rate === rate ? rate : undefined, delay === delay ? (allowed ? delay : 0) : undefined,
+      resetAfter, rate === rate ? rate : undefined, delay === delay ? (charged ? delay : 0) : undefined,
     );
   }
 

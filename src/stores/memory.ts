@@ -2,7 +2,7 @@ import type { Decision, Override } from '../core/types.js';
 import type { Policy } from '../core/policy.js';
 import type { Log } from '../core/algorithms/slidingLog.js';
 import { RatekeeperError, show } from '../core/errors.js';
-import type { BoundStore, OverrideRequest, Store } from './types.js';
+import type { BoundStore, OverrideRequest, Part, Store } from './types.js';
 
 /** MemoryStoreOptions — the embedded store's bounds. */
 export interface MemoryStoreOptions {
@@ -40,6 +40,31 @@ export class MemoryStore implements Store {
 
   close(): void {
     for (const t of this.tables.values()) t.clear();
+  }
+
+  /**
+   * evaluateAll — the parts decided all-or-nothing, exactly and synchronously: the verdicts of all parts but the last
+   * on their stored state (nothing charged), then the last part decided for real (vetoed if an earlier one refused),
+   * then the others, vetoed unless every verdict admitted. The parts must name distinct states (checkAll merges
+   * duplicates), so that each verdict still holds when the others are charged.
+   */
+  evaluateAll(parts: readonly Part[], now: number | undefined): Decision[] {
+    const n = parts.length;
+    let all = true;
+    for (let i = 0; i < n - 1 && all; i++) {
+      const p = parts[i];
+      all = (p.bound as MemoryTable).verdict(p.key, p.cost, now as number);
+    }
+    const decisions = new Array<Decision>(n);
+    const last = parts[n - 1];
+    const d = (last.bound as MemoryTable).evaluate(last.key, last.cost, now, !all);
+    decisions[n - 1] = d;
+    if (!d.allowed) all = false;
+    for (let i = 0; i < n - 1; i++) {
+      const p = parts[i];
+      decisions[i] = (p.bound as MemoryTable).evaluate(p.key, p.cost, now, !all);
+    }
+    return decisions;
   }
 }
 
@@ -85,7 +110,8 @@ export class MemoryTable implements BoundStore {
     return this.slots.size;
   }
 
-  evaluate(key: string, cost: number, now: number | undefined): Decision {
+  /** evaluate — see BoundStore; `veto`: another part of a compound request refused it (Policy.evaluate). */
+  evaluate(key: string, cost: number, now: number | undefined, veto?: boolean): Decision {
     const t = now as number;
     let override: Override | undefined;
     if (this.overrides.size > 0) override = this.override(key, t);
@@ -99,7 +125,24 @@ export class MemoryTable implements BoundStore {
     } else if (slot !== this.mru) {
       this.touch(slot);
     }
-    return this.policy.evaluate(this.slab, slot * this.stride, this.logs[slot], t, cost, override);
+    return this.policy.evaluate(this.slab, slot * this.stride, this.logs[slot], t, cost, override, veto);
+  }
+
+  /** verdict — whether `evaluate` would answer `allowed: true`, charging and storing nothing. */
+  verdict(key: string, cost: number, now: number): boolean {
+    const override = this.overrides.size > 0 ? this.override(key, now) : undefined;
+    const slot = this.slots.get(key);
+    if (slot === undefined) {
+      this.zero.fill(0);
+      return this.policy.verdict(this.zero, 0, this.policy.newLog(), now, cost, override);
+    }
+    return this.policy.verdict(this.slab, slot * this.stride, this.logs[slot], now, cost, override);
+  }
+
+  refund(key: string, cost: number, now: number | undefined, leakyOnly: boolean): Decision {
+    const slot = this.slots.get(key);
+    if (slot !== undefined) this.policy.refund(this.slab, slot * this.stride, this.logs[slot], now as number, cost, leakyOnly);
+    return this.evaluate(key, 0, now);
   }
 
   setOverride(key: string, request: OverrideRequest, now: number | undefined): void {

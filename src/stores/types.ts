@@ -8,8 +8,23 @@ import type { Policy } from '../core/policy.js';
 export interface Store {
   /** attach — binds the store to one policy (one limiter). The same store may serve several limiters. */
   attach(policy: Policy): BoundStore;
+  /**
+   * evaluateAll — decides several parts (each bound to this store, naming distinct states) as one request,
+   * all-or-nothing: every part decides on its stored state; when every part's decision is `allowed`, every part is
+   * charged as by `evaluate`; otherwise none that admitted is charged (refused parts are charged as refused: their
+   * strict rules), and each decision keeps its own verdict (Policy.evaluate's `veto`). Returns undefined when the
+   * store cannot do that atomically for these parts (checkAll then decides and refunds). Optional.
+   */
+  evaluateAll?(parts: readonly Part[], now: number | undefined): Decision[] | Promise<Decision[]> | undefined;
   /** close — releases what the store holds open (timers, connections it owns). */
   close?(): Promise<void> | void;
+}
+
+/** Part — one part of a compound request, as a store sees it: the policy's bound store, the client key, the cost. */
+export interface Part {
+  bound: BoundStore;
+  key: string;
+  cost: number;
 }
 
 /** OverrideRequest — a block or exemption to set: `for` in ms from now (Infinity: until lifted). */
@@ -33,4 +48,10 @@ export interface BoundStore {
   clearOverride(key: string, kind: Override['kind']): void | Promise<void>;
   /** reset — forgets `key`'s rule state (not its block or exemption). */
   reset(key: string): void | Promise<void>;
+  /**
+   * refund — gives back `cost` units of `key`'s latest charges at `now` (each algorithm's refund; `leakyOnly`: only
+   * to rules with leaky accounting) and returns what a look of cost 0 sees afterwards. Nothing to give back for an
+   * unknown key. Optional: a store without it cannot refund (limiter.refund and checkAll across stores need it).
+   */
+  refund?(key: string, cost: number, now: number | undefined, leakyOnly: boolean): Decision | Promise<Decision>;
 }

@@ -9,7 +9,7 @@ import { limiter } from '../../src/limiter.js';
 import { rules } from '../../src/core/rules.js';
 import type { Decision } from '../../src/core/types.js';
 import { RedisStore, type RedisBound } from '../../src/stores/redis/index.js';
-import { keySlot } from '../../src/stores/redis/slot.js';
+import { slotOf } from '../../src/stores/redis/slot.js';
 import { uniquePrefix, useCluster } from '../support/redis-suite.js';
 
 const cluster = useCluster();
@@ -24,7 +24,7 @@ test('one SIGSTOPped master costs only its own keys', async () => {
   for (const k of keys) assert.ok(fromRedis(await lim.check(k)), 'before the hang');
   const hung = cluster.server.nodes[0];
   const hungAddress = `127.0.0.1:${hung.port}`;
-  const onHung = (k: string): boolean => cluster.client.slots[keySlot(bound.redisKey(k))]?.[0] === hungAddress;
+  const onHung = (k: string): boolean => cluster.client.slots[slotOf(bound.redisKey(k))]?.[0] === hungAddress;
   assert.ok(keys.some(onHung) && !keys.every(onHung));
   const late: [string, Decision][] = [];
   hung.pause();

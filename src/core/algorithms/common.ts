@@ -73,6 +73,12 @@ export abstract class Rule {
   abstract report(s: Float64Array, o: number, now: number): void;
   /** wait — ms from `now` until a request of `cost` would be admitted from state `s[o…]`; Infinity when never. */
   abstract wait(s: Float64Array, o: number, now: number, cost: number): number;
+  /**
+   * refund — gives back `cost` units of the client's latest charges in `s[o…]` at `now`, in place: the state as if
+   * that much of the latest admitted charge had not happened (each algorithm says how exact that is), never better
+   * than a fresh client's.
+   */
+  abstract refund(s: Float64Array, o: number, now: number, cost: number): void;
 }
 
 /**

@@ -59,3 +59,15 @@ export function wait(k: Kind, m: Rule, s: Float64Array, o: number, now: number, 
     case Kind.Exponential: return (m as Exponential).wait(s, o, now, cost);
   }
 }
+
+export function refund(k: Kind, m: Rule, s: Float64Array, o: number, now: number, cost: number): void {
+  switch (k) {
+    case Kind.FixedWindow: return (m as FixedWindow).refund(s, o, now, cost);
+    case Kind.SlidingWindow: return (m as SlidingWindow).refund(s, o, now, cost);
+    case Kind.TokenBucket: return (m as TokenBucket).refund(s, o, now, cost);
+    case Kind.LeakyBucket: return (m as LeakyBucket).refund(s, o, now, cost);
+    case Kind.Gcra: return (m as Gcra).refund(s, o, now, cost);
+    case Kind.Earrrl: return (m as Earrrl).refund(s, o, now, cost);
+    case Kind.Exponential: return (m as Exponential).refund(s, o, now, cost);
+  }
+}

@@ -61,4 +61,13 @@ export class Earrrl extends Rule {
     if (estimate <= this.threshold + this.slack) return 0;
     return lag(s[o + 1], now) + Math.log(estimate / this.threshold) / this.lambda;
   }
+
+  /**
+   * refund — the equivalent impulse N, which sits at the time T of the latest update, loses `cost`: the exact inverse
+   * when the refunded charge is that latest update (its impulse was added at T undecayed); never below 0.
+   */
+  refund(s: Float64Array, o: number, _now: number, cost: number): void {
+    const n = s[o] - cost;
+    s[o] = n > 0 ? n : 0;
+  }
 }

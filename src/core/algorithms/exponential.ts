@@ -94,4 +94,14 @@ export class Exponential extends Rule {
     return (e * (1 + i) - 1) / (i * i);
   }
 
+  /**
+   * refund — the average r, as of the latest update, loses `cost`, never below 0. The update cannot be inverted
+   * exactly (the gap before it is not kept): a charge after a gap of i periods added (1 − e^(−i))/i·cost, which is
+   * `cost` for back-to-back requests, so this is exact for those and otherwise gives back up to
+   * (1 − (1 − e^(−i))/i)·cost more than the charge added (the nearest inverse, on the lenient side).
+   */
+  refund(s: Float64Array, o: number, _now: number, cost: number): void {
+    const r = s[o] - cost;
+    s[o] = r > 0 ? r : 0;
+  }
 }

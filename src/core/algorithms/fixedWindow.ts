@@ -49,4 +49,12 @@ export class FixedWindow extends Rule {
     if (cost > limit + this.slack) return Infinity;
     return this.start + per - now;
   }
+
+  /** refund — the count goes down in the stored window, if it is still the current one (an older window's charges are already forgiven). */
+  refund(s: Float64Array, o: number, now: number, cost: number): void {
+    const per = this.config.per;
+    if (Math.floor(now / per) * per > s[o + 1]) return;
+    const c = s[o] - cost;
+    s[o] = c > 0 ? c : 0;
+  }
 }

@@ -45,4 +45,12 @@ export class Gcra extends Rule {
     if (increment > this.tolerance + this.slack) return Infinity;
     return over;
   }
+
+  /** refund — TAT moves back by cost·T, never behind `now` (a fresh client's schedule). */
+  refund(s: Float64Array, o: number, now: number, cost: number): void {
+    const tat = s[o];
+    if (!(tat > now)) return;
+    const back = tat - cost * this.interval;
+    s[o] = back > now ? back : now;
+  }
 }

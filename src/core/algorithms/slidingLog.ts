@@ -103,6 +103,35 @@ export class Log {
     }
   }
 
+  /**
+   * refund — removes the newest entries worth `cost` (the newest remaining one keeps what is left of it): the log as
+   * if that much of its latest filings had not happened. Never below an empty log. Entries an earlier trim dropped as
+   * unreachable (more than the largest limit newer than them: strict accounting) do not come back.
+   */
+  refund(cost: number): void {
+    if (this.size === 0 || !(cost > 0)) return;
+    const target = this.total - cost;
+    const eps = (Math.abs(this.total) + cost) * 1e-12;
+    // k — the oldest entry whose running total is over the target: it goes, with every newer one, or keeps the rest
+    let lo = 0;
+    let hi = this.size;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (this.cum(mid) > target + eps) hi = mid;
+      else lo = mid + 1;
+    }
+    if (this.cum(lo - 1) >= target - eps) {
+      this.size = lo;
+    } else {
+      this.cums[this.at(lo)] = target;
+      this.size = lo + 1;
+    }
+    if (this.size === 0) {
+      this.head = 0;
+      this.base = 0;
+    }
+  }
+
   private grow(): void {
     const n = this.times.length * 2;
     const times = new Float64Array(n);

@@ -73,4 +73,24 @@ export class SlidingWindow extends Rule {
     const x = per * (1 - (limit - cost) / curr);
     return start + per + (x > 0 ? x : 0) - now;
   }
+
+  /**
+   * refund — the count of the window the latest charges went to goes down: the stored current window's, or, when
+   * that window has just become the previous one, the previous window's (rolled first); older windows no longer count.
+   */
+  refund(s: Float64Array, o: number, now: number, cost: number): void {
+    const per = this.config.per;
+    const w = Math.floor(now / per) * per;
+    const start = s[o + 2];
+    if (w > start) {
+      if (w !== start + per) return;
+      const prev = s[o + 1] - cost;
+      s[o] = prev > 0 ? prev : 0;
+      s[o + 1] = 0;
+      s[o + 2] = w;
+      return;
+    }
+    const curr = s[o + 1] - cost;
+    s[o + 1] = curr > 0 ? curr : 0;
+  }
 }

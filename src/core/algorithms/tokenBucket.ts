@@ -47,6 +47,14 @@ export class TokenBucket extends Rule {
     if (cost > burst + this.slack) return Infinity;
     return lag(s[o + 1], now) + over / this.perMs;
   }
+
+  /** refund — the tokens go back into the bucket (the level down), refilled to `now` first, never beyond a full bucket. */
+  refund(s: Float64Array, o: number, now: number, cost: number): void {
+    const d = this.debt(s, o, now) - cost;
+    const t = s[o + 1];
+    s[o] = d > 0 ? d : 0;
+    s[o + 1] = now > t ? now : t;
+  }
 }
 
 /**

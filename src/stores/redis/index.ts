@@ -2,9 +2,9 @@ import type { Decision, Override, RuleOutcome } from '../../core/types.js';
 import { Outcome, type Policy } from '../../core/policy.js';
 import { RatekeeperError, show } from '../../core/errors.js';
 import { MemoryStore, type MemoryTable } from '../memory.js';
-import type { BoundStore, OverrideRequest, Store } from '../types.js';
-import { Script, hasDelay, hasRate, opScript, policyId, policyScript } from './scripts.js';
-import { keySlot } from './slot.js';
+import type { BoundStore, OverrideRequest, Part, Store } from '../types.js';
+import { Script, compoundScript, hasDelay, hasRate, opScript, policyId, policyScript, refundScript } from './scripts.js';
+import { slotOf, tagSlot } from './slot.js';
 import { NodeRedisAdapter, isNodeRedis } from './node-redis.js';
 
 /**
@@ -275,6 +275,72 @@ export class RedisStore implements Store {
     return new RedisBound(this, policy);
   }
 
+  /** compounds — compound scripts by the tuple of their parts' policies (RedisBound.tupleId, joined); at most MAX_COMPOUNDS, oldest dropped first. */
+  private readonly compounds = new Map<string, Script>();
+
+  /** compound — the compound script of these parts' policies, compiled once per tuple. */
+  compound(bounds: readonly RedisBound[]): Script {
+    let id = bounds[0].tupleId;
+    for (let i = 1; i < bounds.length; i++) id += ',' + bounds[i].tupleId;
+    let script = this.compounds.get(id);
+    if (script === undefined) {
+      script = compoundScript(bounds.map((b) => b.policy));
+      if (this.compounds.size >= MAX_COMPOUNDS) this.compounds.delete(this.compounds.keys().next().value as string);
+      this.compounds.set(id, script);
+    }
+    return script;
+  }
+
+  /**
+   * evaluateAll — the parts decided all-or-nothing in one round trip: one script (compound) deciding every part on
+   * its stored state, then charging all or none, within the store's timeout and pending bound; the failure policy
+   * answers every part when Redis does not. Undefined (checkAll then decides and refunds) on a Cluster when the
+   * parts' keys are in several slots, and when two parts share one Redis key (two limiters of the same rules).
+   */
+  evaluateAll(parts: readonly Part[], now: number | undefined): Promise<Decision[]> | undefined {
+    const n = parts.length;
+    const bounds = new Array<RedisBound>(n);
+    const keys = new Array<string>(n);
+    const args = new Array<string>(n + 1);
+    args[0] = now === undefined ? '' : String(now);
+    for (let i = 0; i < n; i++) {
+      const b = parts[i].bound as RedisBound;
+      bounds[i] = b;
+      keys[i] = b.redisKey(parts[i].key);
+      args[i + 1] = String(parts[i].cost);
+    }
+    if (n > 1) {
+      if (new Set(keys).size < n) return undefined;
+      if ((this.client as { isCluster?: boolean }).isCluster === true && !oneSlot(parts)) return undefined;
+    }
+    const script = this.compound(bounds);
+    this.cork();
+    return this.run(script, keys, args, true).then(
+      (reply) => {
+        const list = reply as Buffer[];
+        try {
+          return list.map((r, i) => bounds[i].decision(r));
+        } catch (e) {
+          return this.failedAll(new StoreUnavailableError(`unreadable reply: ${e instanceof Error ? e.message : String(e)}`, e), parts, now);
+        }
+      },
+      (e: unknown) => this.failedAll(e, parts, now),
+    );
+  }
+
+  /** failedAll — the failure policy's answer for a compound request Redis did not decide: all-or-nothing on the local store for 'memory'. */
+  failedAll(e: unknown, parts: readonly Part[], now: number | undefined): Decision[] {
+    this.noteFailure(e);
+    const fallback = this.fallback;
+    if (fallback !== undefined) {
+      const local = parts.map((p): Part => ({ bound: (p.bound as RedisBound).fallbackTable as MemoryTable, key: p.key, cost: p.cost }));
+      const decisions = fallback.evaluateAll(local, now ?? (parts[0].bound as RedisBound).localNow());
+      for (const d of decisions) d.fallback = true;
+      return decisions;
+    }
+    return parts.map((p) => (p.bound as RedisBound).unavailable());
+  }
+
   /** close — stops the timeout timer and forgets the fallback's state; the client is the caller's to close. */
   close(): void {
     if (this.timer !== undefined) clearTimeout(this.timer);
@@ -283,16 +349,17 @@ export class RedisStore implements Store {
   }
 
   /**
-   * run — a small script by SHA (EVAL when the server answers NOSCRIPT, which also caches it there), within the
-   * store's timeout and pending bound, with its deadline as ARGV[1] (deadline.lua): a script that would start after the
-   * store gave up on it changes nothing. Rejects with a StoreUnavailableError; never leaves a rejection unhandled.
+   * run — a script by SHA (EVAL when the server answers NOSCRIPT, which also caches it there), within the store's
+   * timeout and pending bound (the budget of its first key's server). `deadline`: the small scripts (override,
+   * unoverride, reset) get their deadline as ARGV[1] (deadline.lua): one that would start after the store gave up on
+   * it changes nothing. Rejects with a StoreUnavailableError; never leaves a rejection unhandled.
    */
-  run(script: Script, keys: string[], args: (string | number)[], binary = false): Promise<unknown> {
+  run(script: Script, keys: string[], args: (string | number)[], binary = false, deadline = false): Promise<unknown> {
     const budget = this.budgetOf(keys[0]);
     const refused = this.refuse(budget);
     if (refused !== undefined) return Promise.reject(refused);
     const at = performance.now() + this.timeout;
-    args = [deadlineOf(budget, at, this.timeout) ?? '', ...args];
+    if (deadline) args = [deadlineOf(budget, at, this.timeout) ?? '', ...args];
     return new Promise((resolve, reject) => {
       const d: Deadline = { at, done: false, fail: reject };
       this.track(d);
@@ -342,7 +409,7 @@ export class RedisStore implements Store {
   budgetOf(redisKey: string): Budget {
     const nodeOf = this.nodeOf;
     if (nodeOf === undefined) return this.solo;
-    const node = nodeOf(keySlot(redisKey)) ?? '?';
+    const node = nodeOf(slotOf(redisKey)) ?? '?';
     let b = this.budgets.get(node);
     if (b === undefined) {
       b = { node, pending: 0, offset: NaN, offsetAt: 0 };
@@ -354,15 +421,15 @@ export class RedisStore implements Store {
   setOverride(key: string, request: OverrideRequest, now: number | undefined): Promise<unknown> {
     const args: string[] = [now === undefined ? '' : String(now), request.kind === 'block' ? 'b' : 'e', request.for === Infinity ? 'inf' : String(request.for)];
     if (request.reason !== undefined) args.push(request.reason);
-    return this.run(this.overrideSet, [key], args);
+    return this.run(this.overrideSet, [key], args, false, true);
   }
 
   clearOverride(key: string, kind: Override['kind']): Promise<unknown> {
-    return this.run(this.overrideClear, [key], [kind === 'block' ? 'b' : 'e']);
+    return this.run(this.overrideClear, [key], [kind === 'block' ? 'b' : 'e'], false, true);
   }
 
   reset(key: string): Promise<unknown> {
-    return this.run(this.resetState, [key], []);
+    return this.run(this.resetState, [key], [], false, true);
   }
 
   /** fail — counts a failure and remembers why. */
@@ -476,7 +543,11 @@ export class RedisBound implements BoundStore {
   readonly ownClock = true;
   readonly id: string;
   readonly script: Script;
-  private readonly fallback: MemoryTable | undefined;
+  /** tupleId — names this bound's part of a compound script: the state layout and whether it is dry-run. */
+  readonly tupleId: string;
+  /** fallbackTable — the policy's table in the 'memory' fallback store. */
+  readonly fallbackTable: MemoryTable | undefined;
+  private refunder: Script | undefined;
   /** lastLocal — the fallback's clock, never stepping back. */
   private lastLocal = -Infinity;
   /** keyHead, keyTail — what surrounds the encoded client key in its Redis key: `<prefix>{` and `}:<policy id>`. */
@@ -497,19 +568,13 @@ export class RedisBound implements BoundStore {
   constructor(readonly store: RedisStore, readonly policy: Policy) {
     this.id = policyId(policy);
     this.script = policyScript(policy);
-    this.fallback = store.fallback?.attach(policy);
+    this.tupleId = policy.dryRun ? `${this.id}~dry` : this.id;
+    this.fallbackTable = store.fallback?.attach(policy);
     this.keyHead = `${store.prefix}{`;
     this.keyTail = `}:${this.id}`;
     this.measures = new Uint8Array(policy.rules.map((r) => (hasRate(r.algorithm) ? 1 : hasDelay(r.algorithm) ? 2 : 0)));
     this.rulesBytes = 8 + this.measures.reduce((a, m) => a + (m === 0 ? 32 : 40), 0);
-    this.remembers = this.fallback !== undefined;
-  }
-
-  /** localNow — the fallback's clock for a call without an explicit time: Date.now(), never stepping back. */
-  private localNow(): number {
-    const local = Date.now();
-    if (local > this.lastLocal) this.lastLocal = local;
-    return this.lastLocal;
+    this.remembers = this.fallbackTable !== undefined;
   }
 
   /**
@@ -517,7 +582,7 @@ export class RedisBound implements BoundStore {
    * lifted), or lifts the fallback's one (kind undefined).
    */
   private remember(key: string, now: number | undefined, kind: Override['kind'] | undefined, left = 0, reason?: string): void {
-    const fb = this.fallback!;
+    const fb = this.fallbackTable!;
     if (kind === undefined) {
       const held = this.overridden.get(key);
       if (held !== undefined) {
@@ -598,6 +663,20 @@ export class RedisBound implements BoundStore {
     return this.store.reset(this.redisKey(key)).then(() => undefined);
   }
 
+  /** refund — one round trip of the policy's refund script (lua/policy.lua, `refund`); rejects when Redis does not answer. */
+  refund(key: string, cost: number, now: number | undefined, leakyOnly: boolean): Promise<Decision> {
+    this.refunder ??= refundScript(this.policy);
+    const args = [now === undefined ? '' : String(now), String(cost), leakyOnly ? '1' : '0'];
+    return this.store.run(this.refunder, [this.redisKey(key)], args, true).then((reply) => this.decision(reply as Buffer));
+  }
+
+  /** localNow — the fallback's clock, never stepping back. */
+  localNow(): number {
+    const local = Date.now();
+    if (local > this.lastLocal) this.lastLocal = local;
+    return this.lastLocal;
+  }
+
   /**
    * decision — the Decision from the script's reply (doubles, see the header of policy.lua: the outcome, then per rule
    * admits, remaining, retryAfter, resetAfter and its rate or delay if it measures one), built by the policy's shared code.
@@ -628,11 +707,16 @@ export class RedisBound implements BoundStore {
   /** failed — the failure policy's answer for a check Redis did not decide. */
   failed(e: unknown, key: string, cost: number, now: number | undefined): Decision {
     this.store.noteFailure(e);
-    if (this.fallback !== undefined) {
-      const d = this.fallback.evaluate(key, cost, now ?? this.localNow());
+    if (this.fallbackTable !== undefined) {
+      const d = this.fallbackTable.evaluate(key, cost, now ?? this.localNow());
       d.fallback = true;
       return d;
     }
+    return this.unavailable();
+  }
+
+  /** unavailable — the decision of onError 'deny' or 'allow' (reason 'store-unavailable'). */
+  unavailable(): Decision {
     const allowed = this.store.onError === 'allow';
     const rules: RuleOutcome[] = this.policy.rules.map((c) => ({
       name: c.name, algorithm: c.algorithm, allowed, limit: c.limit, remaining: 0,
@@ -644,6 +728,28 @@ export class RedisBound implements BoundStore {
     };
   }
 }
+
+/** MAX_COMPOUNDS — the most compound scripts a store keeps compiled (one per tuple of policies seen). */
+const MAX_COMPOUNDS = 256;
+
+/**
+ * oneSlot — whether the parts' Redis keys hash to one Cluster slot: their hash tags are the encoded client keys,
+ * so the same client key is one slot, and different ones are compared by CRC16 (XMODEM) mod 16384.
+ */
+function oneSlot(parts: readonly Part[]): boolean {
+  const first = encodeKey(parts[0].key);
+  let slot = -1;
+  for (let i = 1; i < parts.length; i++) {
+    const k = encodeKey(parts[i].key);
+    if (k === first) continue;
+    if (slot < 0) slot = keySlot(first);
+    if (keySlot(k) !== slot) return false;
+  }
+  return true;
+}
+
+/** keySlot — the Cluster slot of a hash tag (its UTF-8 bytes). */
+export const keySlot = tagSlot;
 
 /** UNAVAILABLE_RETRY — the retryAfter of a fail-closed decision, ms: a hint to come back soon, not a promise. */
 export const UNAVAILABLE_RETRY = 1000;

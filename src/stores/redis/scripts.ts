@@ -164,18 +164,25 @@ const LIBRARY: Record<string, string> = {
   pack: 'struct.pack', unpack: 'struct.unpack', byte: 'string.byte', sub: 'string.sub',
 };
 
-/** LOG_HEAD_ENTRIES — the entries of a sliding log the script reads with the head of the value (a log that short is read whole, in one GETRANGE). */
-const LOG_HEAD_ENTRIES = 64;
-
 /** FLAT_RULES — up to this many rules the reply is one struct.pack of locals; beyond, each rule packs its own part (Lua's 200 locals). */
 const FLAT_RULES = 8;
 
+/** LOG_HEAD_ENTRIES — the entries of a sliding log the script reads with the head of the value (a log that short is read whole, in one GETRANGE). */
+const LOG_HEAD_ENTRIES = 64;
+
 /**
- * policyScript — the one straight-line script of a policy, written from policy.lua and the templates of the algorithms
- * its rules use: every rule's parameters as exact literals, its state in numbered locals in Policy's layout, no
- * table, closure or loop over rules at run time.
+ * Flavor — what the policy's body is written for: `check` (one check, at the top level of its script), `refund`
+ * (gives back a charge, then reports as a check of cost 0), `compound` (a part of a compound script: a function of
+ * (key, cost, mode) returning the reply and whether its decision is allowed; mode 1 returns only that verdict).
  */
-export function policyScript(policy: Policy): Script {
+type Flavor = 'check' | 'refund' | 'compound';
+
+/**
+ * body — the straight-line code of one policy's check (policy.lua's `body` section), written from the templates of
+ * the algorithms its rules use: every rule's parameters as exact literals, its state in numbered locals in Policy's
+ * layout, no table, closure or loop over rules at run time. `dry` — the policy is dry-run (compound: it never refuses).
+ */
+function body(policy: Policy, flavor: Flavor): string {
   const rules = policy.rules;
   const logRules = rules.filter((r) => r.algorithm === 'slidingLog');
   const hasLog = logRules.length > 0;
@@ -190,6 +197,7 @@ export function policyScript(policy: Policy): Script {
   const replies: string[] = [];
   const chargeAll: string[] = [];
   const chargeStrict: string[] = [];
+  const refund: string[] = [];
   let offset = 0;
   rules.forEach((r, idx) => {
     const i = idx + 1;
@@ -217,10 +225,14 @@ export function policyScript(policy: Policy): Script {
     if (size > 0) {
       chargeAll.push(`${s.join(', ')} = ${n.join(', ')}`);
       if (r.accounting === 'strict') chargeStrict.push(`${s.join(', ')} = ${n.join(', ')}`);
+      if (flavor === 'refund') {
+        const code = indent(fill(expand(r.algorithm, 'refund'), vars, where));
+        refund.push(`-- rule ${i}: ${printable(r.name)} (${r.algorithm}, ${r.accounting})`, ...(r.accounting === 'strict' ? ['if not leakyOnly then', code, 'end'] : ['do', code, 'end']));
+      }
     }
     const values = [`ok${i} and 1 or 0`, `rem${i}`, `wait${i}`, `reset${i}`];
     if (hasRate(r.algorithm)) values.push(`rate${i}`);
-    if (hasDelay(r.algorithm)) values.push(`allowed and delay${i} or 0`);
+    if (hasDelay(r.algorithm)) values.push(`admitted and delay${i} or 0`);
     const body = [indent(fill(expand(r.algorithm, 'report'), vars, where)), `  if reset${i} > fresh then fresh = reset${i} end`];
     if (flat) {
       locals.push(`rem${i}`, `wait${i}`, `reset${i}`);
@@ -236,34 +248,37 @@ export function policyScript(policy: Policy): Script {
   if (state.length + locals.length + (hasLog ? 16 : 0) > 170) {
     throw new RatekeeperError(`redisStore: a policy of ${rules.length} rules keeps too many numbers for one Redis script; split it into several limiters`);
   }
-
-  const charge: string[] = [];
+  const logStrict = logRules[0]?.accounting === 'strict';
   // the log's value layout (slidingLog.lua): the head read first, the bytes besides the buffer, the head as packed
   const stateBytes = state.length * 8;
   const head = 1 + stateBytes + 36 + LOG_HEAD_ENTRIES * 16;
   const logVars: Record<string, string> = {
     HEAD: String(head), FIXED: String(1 + stateBytes + 36 + 10),
     STATE_HEAD: `pack('<c1${'d'.repeat(state.length)}dddI4I4I4', 'n', ${[...state, 'lbase', 'lnewest', 'ltotal', 'loff', 'ln', 'lcap'].join(', ')})`,
+    STATE_BODY_HEAD: `pack('<${'d'.repeat(state.length)}dddI4I4I4', ${[...state, 'lbase', 'lnewest', 'ltotal', 'loff', 'ln', 'lcap'].join(', ')})`,
   };
+  if (flavor === 'refund' && hasLog) {
+    const code = indent(fill(expand('slidingLog', 'refund'), { ...constantVars(logRules[0], logPer, logLimit), ...logVars }, 'slidingLog.lua (refund)'));
+    refund.push('-- the shared sliding log', ...(logStrict ? ['if not leakyOnly then', code, 'end'] : ['do', code, 'end']));
+  }
+
+  const charge: string[] = [];
   const logCharge = hasLog ? fill(expand('slidingLog', 'charge'), { ...constantVars(logRules[0], logPer, logLimit), ...logVars }, 'slidingLog.lua (charge)') : '';
-  const logStrict = logRules[0]?.accounting === 'strict';
   charge.push('if cost > 0 and not live then');
   if (chargeAll.length > 0) {
-    charge.push('  if allowed then', ...chargeAll.map((l) => `    ${l}`), '    changed = true');
+    charge.push('  if admitted then', ...chargeAll.map((l) => `    ${l}`), '    changed = true');
     if (chargeStrict.length > 0) charge.push('  else', ...chargeStrict.map((l) => `    ${l}`), '    changed = true');
     charge.push('  end');
   }
   if (hasLog) {
-    charge.push(logStrict ? '  do' : '  if allowed then', indent(indent(logCharge)), '    changed = true', '  end');
+    charge.push(logStrict ? '  do' : '  if admitted then', indent(indent(logCharge)), '    changed = true', '  end');
   }
   charge.push('end');
 
+  const dry = policy.dryRun;
   const fmt = (k: number): string => (flat ? `<${'d'.repeat(k)}` : '');
   const replyCount = flat ? replies.length : 0;
-  let text = lua('policy');
-  // the header documents the template; the script says what it was made from
-  text = text.replace(/^--\[\[[\s\S]*?\]\]\n/, () => `-- ratekeeper: the check of one policy, written from src/stores/redis/lua/policy.lua and the rules' templates (KEYS, ARGV and reply: see policy.lua).\n-- The policy: ${rules.map((r) => `${printable(r.name)} (${r.algorithm}, ${r.accounting})`).join('; ')}\n`);
-  const lines = text.split('\n').flatMap((line): string[] => {
+  const lines = (template('policy').get('body') as string).split('\n').flatMap((line): string[] => {
     if (line.startsWith('@log ')) {
       if (!hasLog) return [];
       line = line.slice(5);
@@ -277,6 +292,13 @@ export function policyScript(policy: Policy): Script {
         case 'charge': return charge;
         case 'report': return report;
         case 'read': return [expand('slidingLog', 'read', list.split(',').map((x) => x.trim()))];
+        case 'refund':
+          // the rules' refunds where there is state to give back; then the body goes on as a check of cost 0
+          return flavor === 'refund' ? ['if v and #v >= at then', ...refund.map((l) => `  ${l}`), '  changed = true', 'end', 'cost = 0'] : [];
+        case 'verdict':
+          return flavor === 'compound' ? [`if mode == 1 then${dry ? ' return true' : ' if live then return okind == 3 end return allowed'} end`] : [];
+        case 'store_live':
+          return flavor === 'refund' ? [hasLog ? fill(expand('slidingLog', 'store_live'), logVars, 'slidingLog.lua (store_live)') : template('policy').get('store_live') as string] : [];
         case 'fetch': return hasLog
           ? [`local v = redis.call('GETRANGE', key, 0, ${head - 1})`, `local whole = #v < ${head}`, `if v == '' then v = false end`]
           : [`local v = redis.call('GET', key)`];
@@ -288,8 +310,9 @@ export function policyScript(policy: Policy): Script {
     })();
     return block.join('\n').split('\n').map((l) => pad + l);
   });
-  text = lines.join('\n');
+  let text = lines.join('\n');
   const zeros = state.map(() => '0').join(', ');
+  const logValue: string[] = [];
   const vars: Record<string, string> = {
     LOCALS: [`local fresh = 0`, ...chunk(locals).map((c) => `local ${c.join(', ')}`), ...(state.length > 0 ? [`local ${state.join(', ')}`] : [])].join('\n'),
     STATE_BYTES: String(state.length * 8),
@@ -300,9 +323,12 @@ export function policyScript(policy: Policy): Script {
     RULE_REPLY: flat ? replies.join(', ') : '',
     REPLY_FMT: fmt(2 + replyCount),
     LIVE_FMT: fmt(4 + replyCount),
-    STATE_VALUE: state.length > 0 ? `pack('<c1${'d'.repeat(state.length)}', 'n', ${state.join(', ')})` : `'n'`,
     HEAD: String(head),
-    PRELUDE: '',
+    STATE_VALUE: [state.length > 0 ? `pack('<c1${'d'.repeat(state.length)}', 'n', ${state.join(', ')})` : `'n'`, ...logValue].join(' .. '),
+    STATE_BODY: [state.length > 0 ? `pack('<${'d'.repeat(state.length)}', ${state.join(', ')})` : `''`, ...logValue].join(' .. '),
+    ADMITTED: flavor === 'compound' ? 'allowed and mode == 2' : 'allowed',
+    RET: flavor === 'compound' ? (dry ? ', true' : ', allowed') : '',
+    RET_LIVE: flavor === 'compound' ? (dry ? ', true' : ', okind == 3') : '',
   };
   if (state.length === 0) text = text.replace(/^if v and #v >= at \+ \$STATE_BYTES - 1 then .*$/m, '');
   if (!flat) {
@@ -312,12 +338,62 @@ export function policyScript(policy: Policy): Script {
       .replace(/pack\('\$REPLY_FMT', 1, \$RULE_REPLY, wall\)/, `pack('<d', 1) .. ${replies.join(' .. ')} .. pack('<d', wall)`)
       .replace(/pack\('\$REPLY_FMT', 0, \$RULE_REPLY, wall\)/, `pack('<d', 0) .. ${replies.join(' .. ')} .. pack('<d', wall)`);
   }
-  text = fill(text, vars, 'policy.lua');
-  // the prelude: a local for each library function the script calls (each one a global lookup per call otherwise)
-  const used = (name: string): boolean => new RegExp(`\\b${name}\\b`).test(text.replace(/--[^\n]*/g, ''));
+  return fill(text, vars, 'policy.lua');
+}
+
+/** describe — a policy's rules, for a script's first lines. */
+const describe = (policy: Policy): string => policy.rules.map((r) => `${printable(r.name)} (${r.algorithm}, ${r.accounting})`).join('; ');
+
+/** finish — a script's text with its prelude: a local for each library function it calls (each one a global lookup per call otherwise). */
+function finish(title: string, code: string): Script {
+  const used = (name: string): boolean => new RegExp(`\\b${name}\\b`).test(code.replace(/--[^\n]*/g, ''));
   const prelude = Object.entries(LIBRARY).filter(([name]) => used(name));
-  text = text.replace(/^\n/m, '').replace(/^(-- The policy:[^\n]*\n)/m, (h) => `${h}local ${prelude.map(([n]) => n).join(', ')} = ${prelude.map(([, v]) => v).join(', ')}\n`);
-  return new Script(text);
+  return new Script(`${title}\nlocal ${prelude.map(([n]) => n).join(', ')} = ${prelude.map(([, v]) => v).join(', ')}\n${code}`);
+}
+
+/** section — a section of policy.lua with its `@body` (or `@functions`) line replaced. */
+function section(name: 'check' | 'refund' | 'compound', replacement: string): string {
+  return (template('policy').get(name) as string).replace(/^@(body|functions)$/m, () => replacement);
+}
+
+/** policyScript — the one straight-line check script of a policy (policy.lua's `check`, the body at top level). */
+export function policyScript(policy: Policy): Script {
+  return finish(
+    `-- ratekeeper: the check of one policy, written from src/stores/redis/lua/policy.lua and the rules' templates (KEYS, ARGV and reply: see policy.lua).\n-- The policy: ${describe(policy)}`,
+    section('check', body(policy, 'check')),
+  );
+}
+
+/** refundScript — gives back a charge of one client of a policy (policy.lua's `refund`), then reports as a check of cost 0. */
+export function refundScript(policy: Policy): Script {
+  return finish(
+    `-- ratekeeper: the refund of one policy, written from src/stores/redis/lua/policy.lua and the rules' templates (KEYS, ARGV and reply: see policy.lua).\n-- The policy: ${describe(policy)}`,
+    section('refund', body(policy, 'refund')),
+  );
+}
+
+/**
+ * compoundScript — decides one client of each policy all-or-nothing (policy.lua's `compound`): each distinct
+ * policy's body is one function (its own ≤ 200 locals), called per part through a table.
+ */
+export function compoundScript(policies: readonly Policy[]): Script {
+  const index = new Map<Policy, number>();
+  const fns: string[] = [];
+  const titles: string[] = [];
+  policies.forEach((p, i) => {
+    const first = index.get(p);
+    if (first !== undefined) {
+      fns.push(`F[${i + 1}] = F[${first + 1}]`);
+      return;
+    }
+    index.set(p, i);
+    titles.push(`-- part ${i + 1}: ${describe(p)}${p.dryRun ? ' (dry-run)' : ''}`);
+    fns.push(`F[${i + 1}] = function(key, cost, mode)`, indent(body(p, 'compound')), 'end');
+  });
+  return finish(
+    `-- ratekeeper: a compound check of ${policies.length} parts, written from src/stores/redis/lua/policy.lua and the rules' templates (KEYS, ARGV and reply: see policy.lua).\n${titles.join('\n')}`,
+    section('compound', fns.join('\n')),
+  );
 }
 
 /** constantVars — a rule's constants as placeholder values (literals). */

@@ -29,8 +29,13 @@ function crc16Bytes(b: Uint8Array): number {
   return crc;
 }
 
-/** keySlot — the cluster slot of `key` (0 … 16383). */
-export function keySlot(key: string): number {
+/** tagSlot — the cluster slot of a hash tag (0 … 16383): CRC16 of its UTF-8 bytes. */
+export function tagSlot(tag: string): number {
+  return crc16(tag, 0, tag.length) & 16383;
+}
+
+/** slotOf — the cluster slot of a whole key `key` (0 … 16383): its hash tag's, when it has a non-empty one. */
+export function slotOf(key: string): number {
   const open = key.indexOf('{');
   if (open >= 0) {
     const close = key.indexOf('}', open + 1);

@@ -38,3 +38,8 @@ $REM = floor($THR_L - d + 1 + $SLACK_L)
 if not ($REM > 0) then $REM = 0 end
 if allowed or estimate <= $THR_SLACK then $WAIT = 0 else $WAIT = lag + log(estimate / $THRESHOLD) / $LAMBDA end
 if estimate > $FLOOR then $RESET = lag + log(estimate / $FLOOR) / $LAMBDA else $RESET = 0 end
+
+--@@ refund
+-- gives back cost: the equivalent impulse at T loses it (exact when the refunded charge is the latest update); never below 0
+$S1 = $S1 - cost
+if not ($S1 > 0) then $S1 = 0 end

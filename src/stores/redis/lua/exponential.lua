@@ -108,3 +108,9 @@ if not allowed then
     if w > 0 then $WAIT = w end
   end
 end
+
+--@@ refund
+-- gives back cost: the average as of the latest update loses it, never below 0 (the nearest inverse: exact for
+-- back-to-back requests, see src/core/algorithms/exponential.ts)
+$S1 = $S1 - cost
+if not ($S1 > 0) then $S1 = 0 end

@@ -31,3 +31,11 @@ $REM = floor($LIMIT - count + $SLACK)
 if not ($REM > 0) then $REM = 0 end
 if allowed or count + cost <= $LIM_SLACK then $WAIT = 0 elseif cost > $LIM_SLACK then $WAIT = INF else $WAIT = start + $PER - now end
 if count > 0 then $RESET = start + $PER - now else $RESET = 0 end
+
+--@@ refund
+-- gives back cost: the count goes down in the stored window, if it is still the current one (an older window's
+-- charges are already forgiven); never below 0
+if not (floor(now / $PER) * $PER > $S2) then
+  $S1 = $S1 - cost
+  if not ($S1 > 0) then $S1 = 0 end
+end

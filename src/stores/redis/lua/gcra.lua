@@ -37,3 +37,10 @@ else
   if over <= $SLACK then $WAIT = 0 elseif increment > $TOL_SLACK then $WAIT = INF else $WAIT = over end
 end
 if $S1 > now then $RESET = $S1 - now else $RESET = 0 end
+
+--@@ refund
+-- gives back cost: TAT moves back by cost·T, never behind now (a fresh client's schedule)
+if $S1 > now then
+  local back = $S1 - cost * $INTERVAL
+  if back > now then $S1 = back else $S1 = now end
+end

@@ -19,3 +19,6 @@ end
 
 --@@ report
 @include tokenBucket.report
+
+--@@ refund
+@include tokenBucket.refund

@@ -36,8 +36,8 @@ Placeholders, replaced at attach time (constants as exact numeric literals):
   $BACK      — 1 when this rule's window is shorter than $LOG_PER (its searches gallop from the newest entry), else 0
   $HEAD      — the bytes of a value the script reads first;  $FIXED — the bytes of a value besides its buffer, plus
                Redis's string header;  $STATE_HEAD — the value's head as packed: 'n', the state, the log's header
-Policy locals used: key, v (the value's head, or all of it when whole), whole, now (ms), cost (cost units), allowed,
-fresh, floor, ceil, pack, unpack, sub, INF.
+Policy locals used: key, v (the value's head, or all of it when whole), whole, at, live, changed, now (ms), cost (cost
+units), allowed, fresh, floor, ceil, abs, pack, unpack, sub, INF.
 ]]
 
 --@@ read
@@ -206,6 +206,54 @@ else
   $WAIT = t + $PER - now
 end
 if used > 0 then $RESET = lnewest + $PER - now else $RESET = 0 end
+
+--@@ refund
+-- gives back cost: removes the newest entries worth it (the newest remaining one keeps what is left of it), as
+-- Log.refund does; never below an empty log. In place: n shrinks, and the newest kept entry's total is rewritten.
+if ln > 0 and cost > 0 then
+  local target = ltotal - cost
+  local eps = (abs(ltotal) + cost) * 1e-12
+  local rk, before
+  -- rk: the oldest entry whose running total is over the target (the newest ones: a search from the newest)
+  @gallop(rk, 8, x > target + eps, 1)
+  @cum(before, rk - 1)
+  if before >= target - eps then
+    if rk == 0 then
+      loff, ln, lbase, ltotal, lnewest = 0, 0, 0, 0, -INF
+    else
+      local tk
+      @entry(tk, rk - 1, 0)
+      ln, ltotal, lnewest = rk, before, tk
+    end
+  else
+    local tk
+    @entry(tk, rk, 0)
+    lpos, ldata = le - 1 + 16 * (loff + rk) + 8, pack('<d', target)
+    ln, ltotal, lnewest = rk + 1, target, tk
+  end
+  lcharged = true
+end
+
+--@@ store_live
+-- (refund) a state changed under a live block or exemption: the override's se (the state's end on the server's clock)
+-- renewed, the state and the log's header written after the override's header, the rewritten entry; the key expires
+-- at the later of the override's and the state's ends
+if live and changed then
+  local t = redis.call('TIME')
+  local w = tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000
+  local se = 0
+  if fresh > 0 then se = w + fresh end
+  local d = unpack('<d', v, 11)
+  if se > d then d = se end
+  if d > w then
+    redis.call('SETRANGE', key, 18, pack('<d', se))
+    redis.call('SETRANGE', key, at - 1, $STATE_BODY_HEAD)
+    if lpos then redis.call('SETRANGE', key, lpos, ldata) end
+    if d - w > 1e13 then redis.call('PERSIST', key) else redis.call('PEXPIRE', key, ceil(d - w)) end
+  else
+    redis.call('DEL', key)
+  end
+end
 
 --@@ store
 -- the value: whole (one SET) when the log's buffer was built anew, else in place — the head (SETRANGE at 0: the

@@ -60,3 +60,19 @@ else
   end
 end
 if curr > 0 then $RESET = start + 2 * $PER - now elseif prev > 0 then $RESET = start + $PER - now else $RESET = 0 end
+
+--@@ refund
+-- gives back cost to the window the latest charges went to: the stored current one, or, when it has just become the
+-- previous one, the previous one (rolled first); older windows no longer count. Never below 0.
+local w = floor(now / $PER) * $PER
+if w > $S3 then
+  if w == $S3 + $PER then
+    $S1 = $S2 - cost
+    if not ($S1 > 0) then $S1 = 0 end
+    $S2 = 0
+    $S3 = w
+  end
+else
+  $S2 = $S2 - cost
+  if not ($S2 > 0) then $S2 = 0 end
+end

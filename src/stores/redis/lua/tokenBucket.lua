@@ -41,3 +41,14 @@ else
   if over <= $SLACK then $WAIT = 0 elseif cost > $BURST_SLACK then $WAIT = INF else $WAIT = lag + over / $PERMS end
 end
 if d > 0 then $RESET = lag + d / $PERMS else $RESET = 0 end
+
+--@@ refund
+-- gives back cost: the tokens go back into the bucket, refilled to now first, never beyond a full bucket
+local d = $S1
+local elapsed = now - $S2
+if elapsed > 0 then d = d - elapsed * $PERMS end
+if not (d > 0) then d = 0 end
+d = d - cost
+if not (d > 0) then d = 0 end
+$S1 = d
+if now > $S2 then $S2 = now end
