@@ -203,7 +203,7 @@ function body(policy: Policy, flavor: Flavor): string {
     const i = idx + 1;
     const size = stateSizeOf(r.algorithm);
     const vars: Record<string, string> = {
-      OK: `ok${i}`, REM: `rem${i}`, WAIT: `wait${i}`, RESET: `reset${i}`, RATE: `rate${i}`, DELAY: `delay${i}`, USED: `used${i}`,
+      OK: `ok${i}`, REM: `rem${i}`, WAIT: `wait${i}`, RESET: `reset${i}`, RATE: `rate${i}`, DELAY: `delay${i}`, USED: `used${i}`, K: `lk${i}`,
     };
     for (const [k, x] of Object.entries(constants(r, logPer, logLimit))) vars[k] = lit(x);
     const s: string[] = [];
@@ -220,7 +220,7 @@ function body(policy: Policy, flavor: Flavor): string {
     locals.push(...n, `ok${i}`);
     if (hasRate(r.algorithm)) locals.push(`rate${i}`);
     if (hasDelay(r.algorithm)) locals.push(`delay${i}`);
-    if (r.algorithm === 'slidingLog') locals.push(`used${i}`);
+    if (r.algorithm === 'slidingLog') locals.push(`used${i}`, `lk${i}`);
     decide.push(`-- rule ${i}: ${printable(r.name)} (${r.algorithm}, ${r.accounting})`, 'do', indent(fill(expand(r.algorithm, 'decide'), vars, where)), 'end');
     if (size > 0) {
       chargeAll.push(`${s.join(', ')} = ${n.join(', ')}`);
@@ -245,7 +245,7 @@ function body(policy: Policy, flavor: Flavor): string {
     }
   });
   if (offset !== policy.stateSize) throw new Error(`ratekeeper/redis: state layout ${offset} differs from the policy's ${policy.stateSize}`);
-  if (state.length + locals.length + (hasLog ? 16 : 0) > 170) {
+  if (state.length + locals.length + (hasLog ? 17 : 0) > 170) {
     throw new RatekeeperError(`redisStore: a policy of ${rules.length} rules keeps too many numbers for one Redis script; split it into several limiters`);
   }
   const logStrict = logRules[0]?.accounting === 'strict';

@@ -155,7 +155,7 @@ end
 
 $LOCALS
 if v and #v >= at + $STATE_BYTES - 1 then $STATE = unpack('$STATE_FMT', v, at) else $STATE = $ZEROS end
-@log local le, loff, ln, lcap, lbase, ltotal, lnewest, lcharged, lwhole, lbuf, lpos, ldata, cq, ck
+@log local le, loff, ln, lcap, lbase, ltotal, lnewest, lcharged, lwhole, lbuf, lpos, ldata, cq, ck, ldrop
 @log @read(at + $STATE_BYTES)
 local changed = false
 @refund

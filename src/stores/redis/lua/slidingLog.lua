@@ -12,7 +12,7 @@ it), off, n, cap (uint32: the oldest live entry's index in the buffer, live entr
 — then the buffer: cap entries of (time, ms since the epoch, never decreasing; running total through the entry) as two
 doubles, live ones at indexes off … off + n − 1. A check costs O(log n) in the log's length, whatever it is:
   - the script reads only the head of the value ($HEAD bytes: the state, the header and the first entries; a short
-    log is all there) with GETRANGE, and any other entry with GETRANGE too, 16 entries at a time (the chunk ck,
+    log is all there) with GETRANGE, and any other entry with GETRANGE too, 64 entries at a time (the chunk ck,
     starting at buffer index cq);
   - the entries are found by galloping searches from the oldest entry (the log is trimmed to the longest window at
     every filing, so the entries that left that window are few and at the front) or, for a rule whose window is
@@ -42,7 +42,7 @@ units), allowed, fresh, floor, ceil, abs, pack, unpack, sub, INF.
 
 --@@ read
 -- the log's header in v at byte $1; an empty log when absent
-lcharged, lwhole, cq, ck = false, false, -1, ''
+lcharged, lwhole, cq, ck, ldrop = false, false, -1, '', 0
 le = $1 + 36
 if v and #v >= $1 + 35 then
   lbase, lnewest, ltotal, loff, ln, lcap = unpack('<dddI4I4I4', v, $1)
@@ -52,7 +52,7 @@ end
 
 --@@ entry
 -- $1 = the field at byte $3 (0: the time, 8: the running total) of live entry $2: the newest from the header, any
--- other from v, the chunk last read, or a new chunk of 16 entries
+-- other from v, the chunk last read, or a new chunk of 64 entries (1 KB: about what one entry costs to fetch)
 if $2 == ln - 1 then
   if $3 == 0 then $1 = lnewest else $1 = ltotal end
 else
@@ -61,9 +61,11 @@ else
   if p + 7 <= #v then
     $1 = unpack('<d', v, p)
   else
-    if q < cq or q >= cq + 16 then
-      cq = q
-      ck = redis.call('GETRANGE', key, le - 1 + 16 * q, le + 254 + 16 * q)
+    if q < cq or q >= cq + 64 then
+      -- a chunk around q: the searches probe both ways
+      cq = q - 32
+      if cq < 0 then cq = 0 end
+      ck = redis.call('GETRANGE', key, le - 1 + 16 * cq, le + 1022 + 16 * cq)
     end
     $1 = unpack('<d', ck, 16 * (q - cq) + $3 + 1)
   end
@@ -117,17 +119,15 @@ else
   @entry($1, $2, 8)
 end
 
---@@ used
--- $1 = the cost in the window (now − per, now]: the total minus the running total before the window's first entry
-do
-  local k, before
-  @first_after(k, now - $PER, $BACK)
-  @cum(before, k - 1)
-  $1 = ltotal - before
-end
-
 --@@ decide
-@used($USED)
+-- $USED = the cost in the window (now − per, now]: the total minus the running total before the window's first
+-- entry, $K (kept for report)
+do
+  local before
+  @first_after($K, now - $PER, $BACK)
+  @cum(before, $K - 1)
+  $USED = ltotal - before
+end
 $OK = $USED + cost <= $LIM_SLACK
 
 --@@ charge
@@ -184,12 +184,17 @@ else
   loff = loff + drop
 end
 if not rewrite then lnewest = now end
-ln, lbase, ltotal, lcharged = n2, base, total, true
+ln, lbase, ltotal, lcharged, ldrop = n2, base, total, true, drop
 
 --@@ report
+-- after a filing the window's first entry is the same one, ldrop entries nearer the front (or the oldest, when the
+-- trim dropped entries of the window): the pushed entry is newer than the window's start, and a trim drops a prefix
 local used = $USED
 if lcharged then
-  @used(used)
+  local k, before = $K - ldrop
+  if k < 0 then k = 0 end
+  @cum(before, k - 1)
+  used = ltotal - before
 end
 $REM = floor($LIMIT - used + $SLACK)
 if not ($REM > 0) then $REM = 0 end
