@@ -23,6 +23,14 @@ class MapGcra {
     this.tats.set(key, next);
     return true;
   }
+  /** decide — allow() with its answer as a small decision object (what a real limiter must return). */
+  decide(key: string, now = Date.now()): { allowed: boolean; remaining: number; retryAfter: number; resetAfter: number } {
+    const tat = Math.max(this.tats.get(key) ?? now, now);
+    const next = tat + this.interval;
+    if (next - now > this.tolerance) return { allowed: false, remaining: 0, retryAfter: next - now - this.tolerance, resetAfter: tat - now };
+    this.tats.set(key, next);
+    return { allowed: true, remaining: Math.floor((this.tolerance - (next - now)) / this.interval), retryAfter: 0, resetAfter: next - now };
+  }
 }
 
 /**
@@ -86,6 +94,7 @@ async function throughput(): Promise<void> {
     rlf60: 'rate-limiter-flexible RateLimiterMemory consume(), duration 60 s (await)',
     floor: 'floor of any async check: await Promise.resolve(constant)',
     mapAsync: 'minimal Map GCRA made async: await Promise.resolve(allow())',
+    mapDecision: 'minimal Map GCRA made async, returning a decision object (await)',
     check: 'ratekeeper check(), memory, gcra (await)',
     map: 'minimal Map GCRA (sync, Date.now() per call)',
     sync: 'ratekeeper checkSync(), memory, gcra',
@@ -96,6 +105,7 @@ async function throughput(): Promise<void> {
     [N.rlf60, async (n) => { for (let i = 0; i < n; i++) await rlf60.consume(keys[i]); }],
     [N.floor, async (n) => { for (let i = 0; i < n; i++) await Promise.resolve(constant); }],
     [N.mapAsync, async (n) => { for (let i = 0; i < n; i++) await Promise.resolve(map.allow(keys[i])); }],
+    [N.mapDecision, async (n) => { for (let i = 0; i < n; i++) await Promise.resolve(map.decide(keys[i])); }],
     [N.check, async (n) => { for (let i = 0; i < n; i++) await one.check(keys[i]); }],
     [N.map, (n) => { for (let i = 0; i < n; i++) map.allow(keys[i]); }],
     [N.sync, (n) => { for (let i = 0; i < n; i++) one.checkSync(keys[i]); }],
@@ -116,6 +126,7 @@ async function throughput(): Promise<void> {
   console.log(`| check() / RateLimiterMemory consume(), duration 0 | ${(get(N.check) / get(N.rlf)).toFixed(2)}× | >= 3× |`);
   console.log(`| check() / RateLimiterMemory consume(), duration 60 s | ${(get(N.check) / get(N.rlf60)).toFixed(2)}× | >= 3× |`);
   console.log(`| (minimal Map GCRA made async / RateLimiterMemory consume(), duration 0: the ceiling the await leaves) | ${(get(N.mapAsync) / get(N.rlf)).toFixed(2)}× | |`);
+  console.log(`| check() / minimal Map GCRA made async, returning a decision object | ${(get(N.check) / get(N.mapDecision)).toFixed(2)}× | >= 0.9× |`);
   console.log(`| checkSync() / minimal Map GCRA | ${(get(N.sync) / get(N.map)).toFixed(2)}× | >= 0.5× |`);
   console.log(`| time of a 4-rule policy / a 1-rule policy | ${(get(N.sync) / get(N.four)).toFixed(2)}× | <= 2.5× |`);
 }
@@ -155,6 +166,14 @@ function memory(): void {
       return l;
     }, N)]);
   }
+  for (const [name, policy, entries] of [['slidingLog, 1 logged request', [rules.slidingLog(huge)], 1], ['slidingLog, 3 logged requests', [rules.slidingLog(huge)], 3],
+    ["'1/s; 20/min; 800/day', 3 logged requests", '1/s; 20/min; 800/day', 3], ["'1/s; 20/min; 800/day', 10 logged requests", '1/s; 20/min; 800/day', 10]] as const) {
+    rows.push([`ratekeeper memory, ${name}`, heapPerKey((n) => {
+      const l = limiter({ rules: policy as string | RuleConfig[], store: memoryStore({ maxKeys: n }) });
+      for (let i = 0; i < n; i++) for (let k = 0; k < entries; k++) l.checkSync(`user:${i}`, { now: t0 + k * 1000 });
+      return l;
+    }, N)]);
+  }
   rows.push(['rate-limiter-flexible RateLimiterMemory (duration 0: no timers)', heapPerKey((n) => {
     const r = new RateLimiterMemory({ points: 1e12, duration: 0 });
     for (let i = 0; i < n; i++) void r.consume(`user:${i}`);
@@ -168,10 +187,50 @@ function memory(): void {
   console.log(`| memory per tracked key (heap + array buffers), ${N.toLocaleString('en')} keys, key strings included | bytes |`);
   console.log('|---|---|');
   for (const [name, b] of rows) console.log(`| ${name} | ${b.toFixed(1)} |`);
-  console.log('\ntarget: gcra, tokenBucket, earrrl <= 120 bytes');
+  console.log('\ntarget: gcra, tokenBucket, earrrl <= 120 bytes; a sliding log with a few logged requests <= 150 bytes');
+}
+
+/**
+ * calls — the per-call cost of the façade's argument checks (the options object of `check(key, { cost: 1 })` is
+ * checked for misspelled names): check() and checkSync() with and without an options object, and, when
+ * BENCH_BASELINE names another build's dist/src/index.js (e.g. main's, compiled elsewhere), the same calls on it,
+ * raced in the same rounds.
+ */
+async function calls(): Promise<void> {
+  type Lib = { limiter: typeof limiter; rules: typeof rules; memoryStore: typeof memoryStore };
+  const libs: [string, Lib][] = [['this build', { limiter, rules, memoryStore }]];
+  const baseline = process.env.BENCH_BASELINE;
+  if (baseline) libs.push(['baseline', (await import(baseline)) as Lib]);
+  const contenders: Contender[] = [];
+  for (const [label, lib] of libs) {
+    const l = lib.limiter({ rules: [lib.rules.gcra(huge)], store: lib.memoryStore({ maxKeys: 2 * KEYS }) });
+    contenders.push(
+      [`${label}: check(k)`, async (n) => { for (let i = 0; i < n; i++) await l.check(keys[i]); }],
+      [`${label}: check(k, { cost: 1 })`, async (n) => { for (let i = 0; i < n; i++) await l.check(keys[i], { cost: 1 }); }],
+      [`${label}: checkSync(k)`, (n) => { for (let i = 0; i < n; i++) l.checkSync(keys[i]); }],
+      [`${label}: checkSync(k, { cost: 1 })`, (n) => { for (let i = 0; i < n; i++) l.checkSync(keys[i], { cost: 1 }); }],
+      [`${label}: checkSync(k, { cost: 1, now })`, (n) => { const now = Date.now(); for (let i = 0; i < n; i++) l.checkSync(keys[i], { cost: 1, now }); }],
+    );
+  }
+  const results = await race(contenders);
+  console.log('| call (memory, gcra, 100k keys round-robin) | ops/s (wall) | ops per CPU-second |');
+  console.log('|---|---|---|');
+  for (const [name, v] of results) console.log(`| ${name} | ${fmt(v.wall)} | ${fmt(v.cpu)} |`);
+  if (libs.length > 1) {
+    console.log();
+    console.log('| this build / baseline (ops per CPU-second) | ratio |');
+    console.log('|---|---|');
+    const half = results.length / 2;
+    for (let i = 0; i < half; i++) {
+      console.log(`| ${results[i][0].slice('this build: '.length)} | ${(results[i][1].cpu / results[i + half][1].cpu).toFixed(3)}× |`);
+    }
+  }
 }
 
 console.log(`node ${process.version}, ${RUN_MS} ms × best of ${ROUNDS} per row\n`);
-await throughput();
+const only = process.env.BENCH_ONLY; // 'throughput', 'calls' or 'memory': one part of the suite
+if (only === undefined || only === 'throughput') await throughput();
 console.log();
-memory();
+if (only === undefined || only === 'calls') await calls();
+console.log();
+if (only === undefined || only === 'memory') memory();

@@ -23,6 +23,8 @@ import { parseTraceCsv, type TimeUnit } from './sim/trace.js';
 const HELP = `ratekeeper — rate limiting that does not forgive a persistent abuser at every window boundary
 
 Usage:
+  ratekeeper serve --config PATH [options]       the rate limit service (see ratekeeper serve --help)
+  ratekeeper config check PATH                   validate a service configuration
   ratekeeper simulate <scenario> [--out DIR] [--rules LIMITS [--algorithm NAME]]... [--half-life DURATION]
   ratekeeper simulate --trace FILE.csv --rules LIMITS [--algorithm NAME] [--half-life DURATION] [--out DIR]
   ratekeeper help
@@ -225,6 +227,16 @@ function version(): string {
 }
 
 async function main(argv: string[]): Promise<number> {
+  // the service's commands parse their own flags, and load the service's dependencies only when run
+  if (argv[0] === 'serve' || argv[0] === 'config') {
+    const server = await import('./server/cli.js');
+    try {
+      return await (argv[0] === 'serve' ? server.serveCommand(argv.slice(1)) : server.configCommand(argv.slice(1)));
+    } catch (e) {
+      if (e instanceof server.ServeUsageError) usage(e.message);
+      throw e;
+    }
+  }
   let parsed;
   try {
     parsed = parseArgs({
@@ -264,7 +276,7 @@ async function main(argv: string[]): Promise<number> {
     process.stderr.write(HELP);
     return 2;
   }
-  if (command !== 'simulate') usage(`unknown command ${show(command)}: use simulate or help`);
+  if (command !== 'simulate') usage(`unknown command ${show(command)}: use serve, config, simulate or help`);
   return simulateCommand(rest, flags);
 }
 

@@ -1,6 +1,9 @@
 import type { Decision, RuleOutcome } from './core/types.js';
 import type { Policy } from './core/policy.js';
 import { RatekeeperError, show } from './core/errors.js';
+import { checkOptions } from './core/options.js';
+
+const DENIAL_CACHE_OPTIONS: ReadonlySet<string> = new Set(['maxKeys']);
 
 /** DenialCacheOptions — the local cache of denials. */
 export interface DenialCacheOptions {
@@ -36,6 +39,8 @@ export class DenialCache {
   epoch = 0;
 
   constructor(options: DenialCacheOptions = {}) {
+    if (typeof options !== 'object' || options === null) throw new RatekeeperError(`denialCache must be true, false or an options object like { maxKeys: 10_000 }, got ${show(options)}`);
+    checkOptions(options, DENIAL_CACHE_OPTIONS, 'denialCache');
     const max = options.maxKeys ?? 10_000;
     if (!Number.isSafeInteger(max) || max < 1) throw new RatekeeperError(`denialCache.maxKeys must be an integer >= 1, got ${show(max)}`);
     this.maxKeys = max;

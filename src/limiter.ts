@@ -1,9 +1,11 @@
 import type { Clock, Decision, Override } from './core/types.js';
 import type { RuleConfig } from './core/algorithms/common.js';
 import { Policy } from './core/policy.js';
-import { parseRules } from './core/rules.js';
-import { parseDuration, type Duration } from './core/duration.js';
+import { parseRules, MAX_AMOUNT } from './core/rules.js';
+import { parseDuration, MAX_TIME, type Duration } from './core/duration.js';
+import { anchoredClock } from './core/clock.js';
 import { RatekeeperError, show } from './core/errors.js';
+import { checkOptions, checkOptionsObject } from './core/options.js';
 import { MemoryStore } from './stores/memory.js';
 import type { BoundStore, Store } from './stores/types.js';
 import { DenialCache, type DenialCacheOptions } from './denialCache.js';
@@ -20,7 +22,11 @@ export interface LimiterOptions {
   store?: Store;
   /** dryRun — measure and report, change state as if enforced, but always allow. @default false */
   dryRun?: boolean;
-  /** clock — ms; read once per call unless the call passes `now`. A step back is clamped. @default Date */
+  /**
+   * clock — ms since the epoch; read once per call unless the call passes `now`. With a `monotonic()` source the
+   * wall clock is read once, as the anchor, and the time advances with `monotonic()` (immune to wall-clock steps);
+   * without one a step back is clamped. @default { now: Date.now, monotonic: () => performance.now() }
+   */
   clock?: Clock;
   /**
    * denialCache — answer a key that was just refused in-process, without asking the store, until its retryAfter
@@ -55,6 +61,13 @@ export interface ExemptOptions {
   for?: Duration;
 }
 
+/** LIMITER_OPTIONS, CHECK_OPTIONS, PEEK_OPTIONS, BLOCK_OPTIONS, EXEMPT_OPTIONS — the names each options object may have. */
+const LIMITER_OPTIONS: ReadonlySet<string> = new Set(['rules', 'store', 'dryRun', 'clock', 'denialCache']);
+const CHECK_OPTIONS: ReadonlySet<string> = new Set(['cost', 'now']);
+const PEEK_OPTIONS: ReadonlySet<string> = new Set(['now']);
+const BLOCK_OPTIONS: ReadonlySet<string> = new Set(['for', 'reason']);
+const EXEMPT_OPTIONS: ReadonlySet<string> = new Set(['for']);
+
 /** MAX_KEY_LENGTH — the longest key accepted, in UTF-16 units: a key is an identifier, not a payload. */
 export const MAX_KEY_LENGTH = 4096;
 
@@ -68,20 +81,28 @@ export class Limiter {
   /** bound — the store bound to this limiter's policy (what checkAll talks to). @internal */
   readonly bound: BoundStore;
   private readonly clock: Clock;
-  /** last — the latest time read from the clock; a clock that steps back is clamped to it. */
+  /** read — the clock as the façade reads it: anchored to a monotonic source when there is one, else clock.now(). */
+  private readonly read: () => number;
+  /** last — the latest time read; a clock that steps back is clamped to it. */
   private last = -Infinity;
   /** denialCache — the local cache of denials, when enabled and exact for this policy. */
   readonly denialCache: DenialCache | undefined;
 
   constructor(options: LimiterOptions) {
     if (typeof options !== 'object' || options === null) throw new RatekeeperError(`limiter takes an options object with rules, got ${show(options)}`);
+    checkOptions(options, LIMITER_OPTIONS, 'limiter');
     const list = typeof options.rules === 'string' ? parseRules(options.rules) : options.rules;
     this.policy = new Policy({ rules: list, dryRun: options.dryRun });
-    const clock = options.clock ?? { now: Date.now };
+    const clock = options.clock ?? { now: Date.now, monotonic: () => performance.now() };
     if (typeof clock !== 'object' || clock === null || typeof clock.now !== 'function') {
       throw new RatekeeperError(`clock must be an object with a now() method returning ms, got ${show(clock)}`);
     }
+    if (clock.monotonic !== undefined && typeof clock.monotonic !== 'function') {
+      throw new RatekeeperError(`clock.monotonic must be a function returning ms, got ${show(clock.monotonic)}`);
+    }
     this.clock = clock;
+    const monotonic = clock.monotonic;
+    this.read = monotonic === undefined ? () => clock.now() : anchoredClock(() => clock.now(), () => monotonic.call(clock));
     const store = options.store ?? new MemoryStore();
     if (typeof store !== 'object' || store === null || typeof (store as Store).attach !== 'function') {
       throw new RatekeeperError(`store must be a ratekeeper store such as memoryStore() or redisStore({ client }), got ${show(store)}`);
@@ -89,7 +110,10 @@ export class Limiter {
     this.store = store;
     this.bound = store.attach(this.policy);
     const dc = options.denialCache;
-    if (dc !== undefined && dc !== false && DenialCache.eligible(this.policy)) this.denialCache = new DenialCache(dc === true ? {} : dc);
+    if (dc !== undefined && dc !== false) {
+      const cache = new DenialCache(dc === true ? {} : dc); // its options are checked even where it is not used
+      if (DenialCache.eligible(this.policy)) this.denialCache = cache;
+    }
   }
 
   /** sync — whether the store answers synchronously, so that `checkSync` may be used (the memory store). */
@@ -100,7 +124,7 @@ export class Limiter {
   /** check — decides one request of `key` and charges it when admitted. Rejects only on misuse (bad key, cost or now). */
   check(key: string, options?: CheckOptions): Promise<Decision> {
     try {
-      const cost = cost_(options);
+      const cost = cost_(options, 'check');
       const k = key_(key);
       const now = this.time(options);
       const cache = this.denialCache;
@@ -125,12 +149,19 @@ export class Limiter {
   /** checkSync — `check` without the promise, for synchronous stores. Throws on misuse or an asynchronous store. */
   checkSync(key: string, options?: CheckOptions): Decision {
     if (!this.bound.sync) throw new RatekeeperError(`checkSync needs a synchronous store such as memoryStore(); use check() with this one`, 'ERR_ARGUMENT');
-    const cost = cost_(options);
+    const cost = cost_(options, 'checkSync');
     return this.bound.evaluate(key_(key), cost, this.time(options)) as Decision;
   }
 
   /** peek — the decision a request of `key` would get, charging nothing (a check of cost 0). */
   peek(key: string, options?: { now?: number }): Promise<Decision> {
+    if (options !== undefined) {
+      try {
+        callOptions(options, PEEK_OPTIONS, 'peek');
+      } catch (e) {
+        return Promise.reject(e);
+      }
+    }
     return this.check(key, { now: options?.now, cost: 0 });
   }
 
@@ -143,7 +174,7 @@ export class Limiter {
    */
   async refund(key: string, options?: CheckOptions): Promise<Decision> {
     const k = key_(key);
-    const cost = cost_(options);
+    const cost = cost_(options, 'refund');
     const now = this.time(options);
     const bound = this.bound;
     if (bound.refund === undefined) throw new RatekeeperError(`refund needs a store that can give back a charge; this one has no refund()`, 'ERR_ARGUMENT');
@@ -163,6 +194,7 @@ export class Limiter {
 
   /** block — refuses `key` (for a while, or until `unblock`), charging no rule. The later of block/exempt wins. */
   async block(key: string, options: BlockOptions = {}): Promise<void> {
+    callOptions(options, BLOCK_OPTIONS, 'block');
     const k = key_(key);
     const ms = options.for === undefined ? Infinity : parseDuration(options.for, 'block.for');
     if (options.reason !== undefined && typeof options.reason !== 'string') {
@@ -183,6 +215,7 @@ export class Limiter {
 
   /** exempt — admits `key` without charging any rule (for a while, or until `unexempt`). The later of block/exempt wins. */
   async exempt(key: string, options: ExemptOptions = {}): Promise<void> {
+    callOptions(options, EXEMPT_OPTIONS, 'exempt');
     const k = key_(key);
     const ms = options.for === undefined ? Infinity : parseDuration(options.for, 'exempt.for');
     this.denialCache?.invalidate(k);
@@ -205,6 +238,7 @@ export class Limiter {
     const now = options?.now;
     if (now !== undefined) {
       if (typeof now !== 'number' || !Number.isFinite(now)) throw new RatekeeperError(`now must be a finite number of ms, got ${show(now)}`, 'ERR_ARGUMENT');
+      if (!(now >= 0 && now <= MAX_TIME)) throw new RatekeeperError(`now must be from 0 to ${MAX_TIME} ms since the epoch, got ${show(now)}`, 'ERR_ARGUMENT');
       return now;
     }
     if (this.bound.ownClock) return undefined;
@@ -217,7 +251,7 @@ export class Limiter {
 
   /** tick — the clock's time, never stepping back. @internal */
   tick(): number {
-    const t = this.clock.now();
+    const t = this.read();
     if (t > this.last) this.last = t;
     return this.last;
   }
@@ -235,12 +269,26 @@ export function key_(key: unknown): string {
   return key;
 }
 
-export function cost_(options: CheckOptions | undefined): number {
-  if (options === undefined || options.cost === undefined) return 1;
+/** callOptions — a call's options object: an object whose every name is in `known`, else an ERR_ARGUMENT naming it. */
+function callOptions(options: unknown, known: ReadonlySet<string>, where: string): void {
+  checkOptionsObject(options, known, where, 'ERR_ARGUMENT');
+}
+
+/**
+ * cost_ — the cost of a check, and the check of its options: a misspelled name (`{ cots: 5 }`) is an error, not a
+ * cost of 1. The hot path pays one `for…in` over the (one or two) names of the literal, compared by identity with
+ * the two known ones; the full check and its message run only when a name is not one of them.
+ */
+export function cost_(options: CheckOptions | undefined, where = 'check'): number {
+  if (options === undefined) return 1;
+  if (typeof options !== 'object' || options === null) callOptions(options, CHECK_OPTIONS, where);
+  for (const name in options) if (name !== 'cost' && name !== 'now') callOptions(options, CHECK_OPTIONS, where);
+  if (options.cost === undefined) return 1;
   const c = options.cost;
   if (typeof c !== 'number' || !(c >= 0) || c === Infinity) {
     throw new RatekeeperError(`cost must be a finite number >= 0, got ${show(c)}`, 'ERR_ARGUMENT');
   }
+  if (c > MAX_AMOUNT) throw new RatekeeperError(`cost must be at most ${MAX_AMOUNT}, got ${show(c)}`, 'ERR_ARGUMENT');
   return c;
 }
 

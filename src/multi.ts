@@ -1,9 +1,13 @@
 import type { Decision } from './core/types.js';
 import { Outcome, type Policy } from './core/policy.js';
 import { RatekeeperError, show } from './core/errors.js';
+import { checkOptions } from './core/options.js';
 import { Limiter, key_, cost_ } from './limiter.js';
 import type { DenialCache } from './denialCache.js';
 import type { BoundStore, Part, Store } from './stores/types.js';
+
+/** ITEM_FIELDS — the names a checkAll item may have. */
+const ITEM_FIELDS: ReadonlySet<string> = new Set(['limiter', 'key', 'cost']);
 
 /** CheckAllItem — one part of a compound request: a limiter (its policy), the client's key for it, and the cost. */
 export interface CheckAllItem {
@@ -113,7 +117,8 @@ function prepare(items: readonly CheckAllItem[], options: CheckAllOptions | unde
     }
     const lim = it.limiter;
     const key = key_(it.key);
-    const cost = cost_(it);
+    checkOptions(it, ITEM_FIELDS, `checkAll items[${i}]`, 'ERR_ARGUMENT');
+    const cost = cost_(it.cost === undefined ? undefined : { cost: it.cost }, `checkAll items[${i}]`);
     const bound = lim.bound;
     if (i === 0) store = lim.store;
     else if (lim.store !== store) store = undefined;

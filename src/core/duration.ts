@@ -12,11 +12,46 @@ const UNIT_MS: Record<string, number> = {
   w: 604_800_000, week: 604_800_000, weeks: 604_800_000,
 };
 
+/**
+ * MAX_DURATION — the longest duration accepted anywhere (a rule's `per` or `halfLife`, a block's or exemption's
+ * `for`): 1e12 ms, about 31.7 years. Beyond it times and expiries lose their precision or overflow what a store can
+ * set (Redis PX); a block without end is written without `for`.
+ */
+export const MAX_DURATION = 1e12;
+
+/**
+ * MAX_TIME — the latest time accepted as a request's `now`: 1e15 ms since the epoch (the year 33658). Times are
+ * ms since the epoch, finite and >= 0; an epoch time in ms keeps a resolution of 0.125 ms up to here.
+ */
+export const MAX_TIME = 1e15;
+
 const DURATION = /^\s*(\d+(?:\.\d+)?|\.\d+)?\s*([a-z]+)\s*$/i;
 
-/** unitMs — the length of a unit name (`'s'`, `'min'`, `'day'` …) in ms, or undefined when it is not one. */
+/**
+ * unitMs — the length of a unit name (`'s'`, `'min'`, `'day'` …) in ms, or undefined when it is not one.
+ * Names are case-insensitive (`'10S'`, `'1 Hour'`), except that a capital M alone or before `s` is refused: in
+ * common notations `M` is a month (ISO 8601's `P1M`) or mega (`Ms` a megasecond), so `'10/M'` is not taken to be
+ * ten a minute. Minutes are `m`, `min` or `minute(s)` in any case but that one.
+ */
 export function unitMs(unit: string): number | undefined {
+  if (ambiguous(unit)) return undefined;
   return UNIT_MS[unit.toLowerCase()];
+}
+
+/** ambiguous — `'M'`, `'MS'`, `'Ms'`: a capital M that reads as month or mega as easily as minute or milli. */
+function ambiguous(unit: string): boolean {
+  return unit.charCodeAt(0) === 77 /* M */ && (unit.length === 1 || (unit.length === 2 && (unit[1] === 's' || unit[1] === 'S')));
+}
+
+const CALENDAR = new Set(['mo', 'mos', 'mon', 'mons', 'month', 'months', 'y', 'yr', 'yrs', 'year', 'years']);
+
+/** unitProblem — why `unit` is not a unit, for an error message: ambiguous, a calendar unit, or unknown. */
+export function unitProblem(unit: string): string {
+  if (ambiguous(unit)) {
+    return `ambiguous time unit ${show(unit)} (a capital M reads as month or mega): write ${unit.length === 1 ? "'m' or 'min' for minutes" : "'ms' for milliseconds"}`;
+  }
+  if (CALENDAR.has(unit.toLowerCase())) return `time unit ${show(unit)} has no fixed length: write days or weeks ('30d', '52w')`;
+  return `unknown time unit ${show(unit)}`;
 }
 
 /**
@@ -31,7 +66,8 @@ export function parseDuration(value: unknown, what: string): number {
     const m = DURATION.exec(value);
     const unit = m ? unitMs(m[2]) : undefined;
     if (!m || unit === undefined) {
-      throw new RatekeeperError(`${what} must be a duration like '500ms', '10s', '1m', '1h', '1d' or a number of ms, got ${show(value)}`);
+      const why = m && (ambiguous(m[2]) || CALENDAR.has(m[2].toLowerCase())) ? `: ${unitProblem(m[2])}` : '';
+      throw new RatekeeperError(`${what} must be a duration like '500ms', '10s', '1m', '1h', '1d' or a number of ms, got ${show(value)}${why}`);
     }
     ms = (m[1] === undefined ? 1 : Number(m[1])) * unit;
   } else {
@@ -39,6 +75,9 @@ export function parseDuration(value: unknown, what: string): number {
   }
   if (!Number.isFinite(ms) || ms <= 0) {
     throw new RatekeeperError(`${what} must be a finite duration > 0, got ${show(value)}`);
+  }
+  if (ms > MAX_DURATION) {
+    throw new RatekeeperError(`${what} must be at most ${MAX_DURATION} ms (about 31 years), got ${show(value)}`);
   }
   return ms;
 }

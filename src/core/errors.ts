@@ -17,6 +17,7 @@ export function show(value: unknown): string {
   if (typeof value === 'string') return JSON.stringify(value);
   if (typeof value === 'number' || typeof value === 'bigint' || typeof value === 'boolean') return String(value);
   if (value === undefined || value === null) return String(value);
+  if (typeof value === 'function') return 'a function'; // not its source text
   try {
     return JSON.stringify(value) ?? String(value);
   } catch {

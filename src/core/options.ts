@@ -69,3 +69,17 @@ export function checkOptions(
   const value = (options as Record<string, unknown>)[bad];
   throw new RatekeeperError(`${where}.${bad} is not an option of ${where}${didYouMean(bad, known)}, got ${show(value)}`, code);
 }
+
+/**
+ * checkOptionsObject — {@link checkOptions} for a value that must also be an object (not null, an array, a number):
+ * `ratekeeper: block takes an options object like { for: '1h' }, got 5`.
+ */
+export function checkOptionsObject(
+  options: unknown, known: ReadonlySet<string>, where: string, code: 'ERR_CONFIG' | 'ERR_ARGUMENT' = 'ERR_CONFIG',
+): void {
+  if (typeof options !== 'object' || options === null || Array.isArray(options)) {
+    const first = known.values().next().value;
+    throw new RatekeeperError(`${where} takes an options object${first === undefined ? '' : ` like { ${first}: … }`}, got ${show(options)}`, code);
+  }
+  checkOptions(options, known, where, code);
+}

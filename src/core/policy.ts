@@ -1,6 +1,7 @@
 import type { Decision, Override, RuleOutcome } from './types.js';
 import { measured, type Rule, type RuleConfig } from './algorithms/common.js';
 import { RatekeeperError, show } from './errors.js';
+import { checkOptions } from './options.js';
 import { FixedWindow } from './algorithms/fixedWindow.js';
 import { SlidingWindow } from './algorithms/slidingWindow.js';
 import { TokenBucket, LeakyBucket } from './algorithms/tokenBucket.js';
@@ -49,6 +50,8 @@ function isRuleConfig(r: unknown): r is RuleConfig {
   return typeof r === 'object' && r !== null && typeof (r as RuleConfig).algorithm === 'string' && Object.isFrozen(r);
 }
 
+const POLICY_OPTIONS: ReadonlySet<string> = new Set(['rules', 'dryRun']);
+
 /** PolicyOptions — what a policy is made of. */
 export interface PolicyOptions {
   rules: readonly RuleConfig[];
@@ -93,6 +96,7 @@ export class Policy {
   private readonly single: Rule | null;
 
   constructor(options: PolicyOptions) {
+    if (typeof options === 'object' && options !== null) checkOptions(options, POLICY_OPTIONS, 'Policy');
     const list = options?.rules as unknown;
     if (!Array.isArray(list) || list.length === 0) {
       throw new RatekeeperError(`rules must be a non-empty array of rules (rules.gcra({...}), parseRules('20/min')…), got ${show(list)}`);

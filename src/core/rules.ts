@@ -1,7 +1,8 @@
 import type { Accounting, Algorithm } from './types.js';
 import type { RuleConfig } from './algorithms/common.js';
 import { RatekeeperError, show } from './errors.js';
-import { formatDuration, parseDuration, unitMs, type Duration } from './duration.js';
+import { formatDuration, parseDuration, unitMs, unitProblem, type Duration } from './duration.js';
+import { checkOptions, didYouMean } from './options.js';
 
 /** RuleOptions — what every rule takes: "`limit` per `per`". */
 export interface RuleOptions {
@@ -30,6 +31,15 @@ export interface EarrrlOptions extends RuleOptions {
   halfLife: Duration;
 }
 
+/**
+ * MAX_AMOUNT — the largest limit, burst or cost: 1e15 cost units (the largest Integer a structured header field
+ * carries is 999 999 999 999 999, and float state keeps whole units exact up to 2^53 ≈ 9e15).
+ * MIN_LIMIT — the smallest limit: 1e-6 cost units per `per` (with `per` at most MAX_DURATION, every rate and
+ * interval the algorithms derive stays finite).
+ */
+export const MAX_AMOUNT = 1e15;
+export const MIN_LIMIT = 1e-6;
+
 /** ALGORITHMS — every algorithm name, in the order of the docs. */
 export const ALGORITHMS: readonly Algorithm[] = Object.freeze([
   'fixedWindow', 'slidingWindow', 'slidingLog', 'tokenBucket', 'leakyBucket', 'gcra', 'earrrl', 'exponential',
@@ -45,7 +55,9 @@ function build(algorithm: Algorithm, options: unknown): RuleConfig {
   const o = options as Record<string, unknown>;
   for (const field of Object.keys(o)) {
     if (!KNOWN_FIELDS.has(field) || (field === 'burst' && !BURSTY.has(algorithm)) || (field === 'halfLife' && algorithm !== 'earrrl')) {
-      const hint = field === 'burst' ? ' (earrrl and exponential take their burst from limit and per)' : '';
+      const own = [...KNOWN_FIELDS].filter((f) => (f !== 'burst' || BURSTY.has(algorithm)) && (f !== 'halfLife' || algorithm === 'earrrl'));
+      const hint = field === 'burst' ? ' (earrrl and exponential take their burst from limit and per)'
+        : field === 'halfLife' ? ' (only earrrl has a half-life)' : didYouMean(field, own);
       throw new RatekeeperError(`${where}.${field} is not an option of ${algorithm}${hint}, got ${show(o[field])}`);
     }
   }
@@ -53,12 +65,16 @@ function build(algorithm: Algorithm, options: unknown): RuleConfig {
   if (typeof limit !== 'number' || !Number.isFinite(limit) || limit <= 0) {
     throw new RatekeeperError(`${where}.limit must be a finite number > 0, got ${show(limit)}`);
   }
+  if (limit < MIN_LIMIT || limit > MAX_AMOUNT) {
+    throw new RatekeeperError(`${where}.limit must be from ${MIN_LIMIT} to ${MAX_AMOUNT}, got ${show(limit)}`);
+  }
   const per = parseDuration(o.per, `${where}.per`);
   let burst = limit;
   if (o.burst !== undefined) {
     if (typeof o.burst !== 'number' || !Number.isFinite(o.burst) || o.burst < 1) {
       throw new RatekeeperError(`${where}.burst must be a finite number >= 1, got ${show(o.burst)}`);
     }
+    if (o.burst > MAX_AMOUNT) throw new RatekeeperError(`${where}.burst must be at most ${MAX_AMOUNT}, got ${show(o.burst)}`);
     burst = o.burst;
   }
   let halfLife = 0;
@@ -111,8 +127,11 @@ export interface ParseOptions {
   algorithm?: Algorithm;
   /** halfLife — for earrrl. */
   halfLife?: Duration;
+  /** accounting — of every parsed rule. @default the algorithm's ('leaky'; 'strict' for earrrl) */
   accounting?: Accounting;
 }
+
+const PARSE_OPTIONS: ReadonlySet<string> = new Set(['algorithm', 'halfLife', 'accounting']);
 
 const ITEM = /^\s*(\d+(?:\.\d+)?)\s*(?:\/|\bper\b)\s*(\d+(?:\.\d+)?)?\s*([a-z]+)\s*$/i;
 
@@ -124,6 +143,8 @@ const ITEM = /^\s*(\d+(?:\.\d+)?)\s*(?:\/|\bper\b)\s*(\d+(?:\.\d+)?)?\s*([a-z]+)
  */
 export function parseRules(text: string, options: ParseOptions = {}): RuleConfig[] {
   if (typeof text !== 'string') throw new RatekeeperError(`parseRules takes a string like '1/s; 20/min', got ${show(text)}`);
+  if (typeof options !== 'object' || options === null) throw new RatekeeperError(`parseRules options must be an object like { algorithm: 'gcra' }, got ${show(options)}`);
+  checkOptions(options, PARSE_OPTIONS, 'parseRules');
   const algorithm = options.algorithm ?? 'slidingLog';
   const items = text.split(/[;,]/).map((s) => s.trim()).filter((s) => s.length > 0);
   if (items.length === 0) throw new RatekeeperError(`parseRules found no limit in ${show(text)}: write e.g. '1/s; 20/min'`);
@@ -131,7 +152,7 @@ export function parseRules(text: string, options: ParseOptions = {}): RuleConfig
     const m = ITEM.exec(item);
     if (!m) throw new RatekeeperError(`cannot parse limit ${show(item)}: write it as '<count>/<unit>' or '<count> per <n> <unit>', e.g. '20/min', '100/5m'`);
     const unit = unitMs(m[3]);
-    if (unit === undefined) throw new RatekeeperError(`unknown time unit ${show(m[3])} in limit ${show(item)}: use ms, s, m/min, h, d or w`);
+    if (unit === undefined) throw new RatekeeperError(`${unitProblem(m[3])} in limit ${show(item)}: use ms, s, m/min, h, d or w`);
     const count = Number(m[1]);
     const per = (m[2] === undefined ? 1 : Number(m[2])) * unit;
     if (!(per > 0)) throw new RatekeeperError(`the period of limit ${show(item)} must be > 0`);

@@ -30,10 +30,13 @@ export interface RuleOutcome {
   retryAfter: number;
   /** resetAfter — ms until this rule's state for the client is back to a fresh client's. */
   resetAfter: number;
-  /** rate — the measured recent rate in cost units per second (earrrl, exponential). */
-  rate?: number;
-  /** delay — ms to hold the admitted request so that the output is smooth (leakyBucket). */
-  delay?: number;
+  /**
+   * rate — the measured recent rate in cost units per second (earrrl, exponential). Present on every outcome the
+   * library makes (one object shape), `undefined` where not measured.
+   */
+  rate?: number | undefined;
+  /** delay — ms to hold the admitted request so that the output is smooth (leakyBucket); `undefined` elsewhere. */
+  delay?: number | undefined;
 }
 
 /** Decision — the one answer shape of every algorithm, policy and store. */
@@ -52,10 +55,10 @@ export interface Decision {
   retryAfter: number;
   /** resetAfter — ms until the binding rule is back to a fresh client's state. */
   resetAfter: number;
-  /** rate — the highest measured recent rate among the rules that measure one, per second. */
-  rate?: number;
-  /** delay — ms to hold an admitted request for smooth output (the largest of the leakyBucket rules'). */
-  delay?: number;
+  /** rate — the highest measured recent rate among the rules that measure one, per second; `undefined` when none does. */
+  rate?: number | undefined;
+  /** delay — ms to hold an admitted request for smooth output (the largest of the leakyBucket rules'); `undefined` without one. */
+  delay?: number | undefined;
   /** blockReason — the `reason` given to `block()`, on a `'blocked'` decision. */
   blockReason?: string;
   /** fallback — true when the decision came from the local fallback store because the configured store failed. */
@@ -64,9 +67,15 @@ export interface Decision {
   rules: RuleOutcome[];
 }
 
-/** Clock — where the façade reads the time, in ms. Tests inject their own. */
+/**
+ * Clock — where the façade reads the time, in ms since the epoch. Tests inject their own.
+ * With `monotonic` (ms from any origin, never stepping back, as `performance.now()`), the façade reads `now()` once to
+ * anchor and from then on advances with `monotonic()`: steps of the wall clock change nothing. Without it every
+ * read is `now()`, clamped so that it never steps back. The default is `Date.now` anchored, `performance.now` after.
+ */
 export interface Clock {
   now(): number;
+  monotonic?(): number;
 }
 
 /** Override — a manual block or exemption of one key; `until` is an absolute time in ms (Infinity: until lifted). */

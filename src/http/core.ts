@@ -3,9 +3,10 @@
  * with its status, headers and body. It imports no framework; the adapters (node, express, fastify, hono) only
  * read facts off their request and apply the verdict to their response.
  */
-import type { Decision } from '../core/types.js';
+import type { Decision, RuleOutcome } from '../core/types.js';
 import type { RuleConfig } from '../core/algorithms/common.js';
 import { RatekeeperError, show } from '../core/errors.js';
+import { checkOptions } from '../core/options.js';
 import { parseDuration, type Duration } from '../core/duration.js';
 import { limiter as makeLimiter, Limiter, type LimiterOptions } from '../limiter.js';
 import { clientKeyDeriver, type ClientKeyOptions, type KeyDeriver } from './keys.js';
@@ -82,6 +83,23 @@ export interface RateLimitOptions<Req> extends ClientKeyOptions {
   /** onError — told about every such error (to log it); its own errors are ignored. */
   onError?: (error: unknown, req: Req) => void;
 }
+
+/**
+ * RATE_LIMIT_OPTIONS — the names of {@link RateLimitOptions} (with {@link ClientKeyOptions}'): an adapter adds its
+ * own (`onLimited`…) and every other name is refused, with the closest one suggested (`trustproxy` would otherwise
+ * be ignored, and every client behind the proxy would share one key).
+ */
+export const RATE_LIMIT_OPTIONS: ReadonlySet<string> = new Set([
+  'limiter', 'rules', 'store', 'dryRun', 'clock', 'key', 'skip', 'cost', 'quotaUnit', 'headers', 'legacyHeaders',
+  'partitionKey', 'shaping', 'onLimiterError', 'onError', 'trustProxy', 'proxyHeader', 'ipv6Prefix', 'ipv4Prefix',
+]);
+
+/** optionNames — {@link RATE_LIMIT_OPTIONS} and an adapter's own names. */
+export function optionNames(...own: string[]): ReadonlySet<string> {
+  return new Set([...RATE_LIMIT_OPTIONS, ...own]);
+}
+
+const SHAPING_OPTIONS: ReadonlySet<string> = new Set(['maxDelay']);
 
 /** Facts — how an adapter reads its request: the peer address and a header by lowercase name. */
 export interface Facts<Req> {
@@ -165,8 +183,13 @@ export class RateLimitCore<Req> {
   /** chains — per key, the tail of the shaped checks in flight (asynchronous stores only); removed when idle. */
   private readonly chains = new Map<string, Promise<void>>();
 
-  constructor(options: RateLimitOptions<Req>, facts: Facts<Req>) {
-    if (typeof options !== 'object' || options === null) throw new RatekeeperError(`rateLimit takes an options object with rules or a limiter, got ${show(options)}`);
+  /**
+   * @param known — the names `options` may have (the adapter's whole set: its own and RATE_LIMIT_OPTIONS).
+   * @param where — how errors name the options object.
+   */
+  constructor(options: RateLimitOptions<Req>, facts: Facts<Req>, known: ReadonlySet<string> = RATE_LIMIT_OPTIONS, where = 'rateLimit') {
+    if (typeof options !== 'object' || options === null) throw new RatekeeperError(`${where} takes an options object with rules or a limiter, got ${show(options)}`);
+    checkOptions(options, known, where);
     if (options.limiter !== undefined) {
       if (!(options.limiter instanceof Limiter)) throw new RatekeeperError(`limiter must be made by limiter(), got ${show(options.limiter)}`);
       if (options.rules !== undefined || options.store !== undefined || options.dryRun !== undefined) {
@@ -204,6 +227,7 @@ export class RateLimitCore<Req> {
     this.leaky = [];
     this.rules.forEach((r, i) => { if (r.algorithm === 'leakyBucket') this.leaky.push(i); });
     if (options.shaping !== undefined) {
+      if (typeof options.shaping === 'object' && options.shaping !== null) checkOptions(options.shaping, SHAPING_OPTIONS, `${where}.shaping`);
       if (typeof options.shaping !== 'object' || options.shaping === null || options.shaping.maxDelay === undefined) {
         throw new RatekeeperError(`shaping must be { maxDelay: <duration> }: the bound is explicit, got ${show(options.shaping)}`);
       }
@@ -260,15 +284,41 @@ export class RateLimitCore<Req> {
       // Shaping: look first (cost 0 charges nothing), so that a request over the bound is refused uncharged.
       if (this.sync) {
         const over = this.overBound(this.limiter.checkSync(key, { cost: 0, now }), key);
-        return over ?? this.verdict(this.limiter.checkSync(key, { cost, now }), key);
+        return over ?? this.verdict(this.shapedRemaining(this.limiter.checkSync(key, { cost, now }), cost), key);
       }
       return this.serial(key, () => this.limiter.check(key, { cost: 0, now }).then((peek) => {
         const over = this.overBound(peek, key);
-        return over ?? this.limiter.check(key, { cost, now }).then((d) => this.verdict(d, key));
+        return over ?? this.limiter.check(key, { cost, now }).then((d) => this.verdict(this.shapedRemaining(d, cost), key));
       }));
     }
     if (this.sync) return this.verdict(this.limiter.checkSync(key, { cost, now }), key);
     return this.limiter.check(key, { cost, now }).then((d) => this.verdict(d, key));
+  }
+
+  /**
+   * shapedRemaining — an admitted decision's `remaining` as shaping makes it true: a leakyBucket rule whose burst
+   * allows more than the bound lets through only the requests whose delay stays within `maxDelay`. After this
+   * request the rule's queue holds `level` = delay·rate + cost; the j-th further cost-1 request would wait
+   * (level + j − 1)/rate (less, if some drains first), so j <= maxDelay·rate − level + 1 of them pass.
+   */
+  private shapedRemaining(d: Decision, cost: number): Decision {
+    if (d.reason !== 'allowed') return d;
+    const bound = this.maxDelay as number;
+    let remaining = d.remaining;
+    let rules: RuleOutcome[] | undefined;
+    for (const i of this.leaky) {
+      const r = d.rules[i];
+      const c = this.rules[i];
+      if (r === undefined || c === undefined) continue;
+      const rate = c.limit / c.per;
+      const level = (r.delay ?? 0) * rate + cost;
+      const fits = Math.max(0, Math.floor(bound * rate - level + 1 + 1e-6));
+      if (fits >= r.remaining) continue;
+      rules ??= d.rules.slice();
+      rules[i] = { ...r, remaining: fits };
+      if (fits < remaining) remaining = fits;
+    }
+    return rules === undefined ? d : { ...d, remaining, rules };
   }
 
   /** overBound — the refusal of a request whose shaping delay (seen by a cost-0 look) would pass the bound. */

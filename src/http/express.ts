@@ -6,7 +6,7 @@
  */
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import type { Decision } from '../core/types.js';
-import { RateLimitCore, PROBLEM_TYPE, hold, isPromise, type Facts, type RateLimitOptions, type Verdict } from './core.js';
+import { RateLimitCore, PROBLEM_TYPE, hold, isPromise, optionNames, type Facts, type RateLimitOptions, type Verdict } from './core.js';
 import { setHeaders } from './node.js';
 
 export * from './core.js';
@@ -31,6 +31,8 @@ export interface ExpressRateLimitOptions extends RateLimitOptions<Request> {
   onLimited?: (req: Request, res: Response, next: NextFunction, decision: Decision) => unknown;
 }
 
+const EXPRESS_OPTIONS = optionNames('onLimited');
+
 const facts: Facts<Request> = {
   peer: (req) => req.socket?.remoteAddress,
   header: (req, name) => {
@@ -44,7 +46,7 @@ const facts: Facts<Request> = {
  * delay, if any) or answers 429/503. The decision is on `req.rateLimit`.
  */
 export function rateLimit(options: ExpressRateLimitOptions): RequestHandler {
-  const core = new RateLimitCore<Request>(options, facts);
+  const core = new RateLimitCore<Request>(options, facts, EXPRESS_OPTIONS);
   const onLimited = options.onLimited;
   const apply = (req: Request, res: Response, next: NextFunction, v: Verdict): void => {
     if (v.decision !== undefined) req.rateLimit = v.decision;

@@ -10,7 +10,8 @@
 import type { FastifyInstance, FastifyPluginCallback, FastifyReply, FastifyRequest, RouteOptions, onRequestHookHandler } from 'fastify';
 import type { Decision } from '../core/types.js';
 import { RatekeeperError, show } from '../core/errors.js';
-import { RateLimitCore, LIST_FIELDS, PROBLEM_TYPE, isPromise, mergeList, type Facts, type RateLimitOptions, type Verdict } from './core.js';
+import { didYouMean, unknownOption } from '../core/options.js';
+import { RateLimitCore, LIST_FIELDS, PROBLEM_TYPE, isPromise, mergeList, optionNames, type Facts, type RateLimitOptions, type Verdict } from './core.js';
 
 export * from './core.js';
 export * from './headers.js';
@@ -47,6 +48,13 @@ declare module 'fastify' {
     rateLimit?: false | FastifyRouteRateLimitOptions;
   }
 }
+
+/**
+ * PLUGIN_OPTIONS, ROUTE_OPTIONS — the names the plugin's options and a route's `config.rateLimit` may have. The
+ * plugin's include Fastify's own register options (`prefix`, `logLevel`, `logSerializers`), which Fastify passes on.
+ */
+const PLUGIN_OPTIONS = optionNames('global', 'hook', 'onLimited', 'prefix', 'logLevel', 'logSerializers');
+const ROUTE_OPTIONS = optionNames('hook', 'onLimited');
 
 const facts: Facts<FastifyRequest> = {
   peer: (request) => request.raw.socket?.remoteAddress,
@@ -112,7 +120,7 @@ const plugin: FastifyPluginCallback<FastifyRateLimitOptions> = (fastify: Fastify
     const { global: _g, hook: _h, onLimited: _o, ...coreOptions } = options as FastifyRateLimitOptions & { prefix?: unknown; logLevel?: unknown };
     delete (coreOptions as Record<string, unknown>).prefix;
     delete (coreOptions as Record<string, unknown>).logLevel;
-    base = new RateLimitCore<FastifyRequest>(coreOptions, facts);
+    base = new RateLimitCore<FastifyRequest>(coreOptions, facts, PLUGIN_OPTIONS, 'ratekeeperPlugin');
   } catch (e) {
     done(e as Error);
     return;
@@ -134,6 +142,11 @@ const plugin: FastifyPluginCallback<FastifyRateLimitOptions> = (fastify: Fastify
       return;
     }
     if (typeof cfg !== 'object') throw new RatekeeperError(`config.rateLimit of ${route.method} ${route.url} must be an object or false, got ${show(cfg)}`);
+    const bad = unknownOption(cfg, ROUTE_OPTIONS);
+    if (bad !== undefined) {
+      const value = (cfg as Record<string, unknown>)[bad];
+      throw new RatekeeperError(`config.rateLimit.${bad} of ${route.method} ${route.url} is not an option of config.rateLimit${didYouMean(bad, ROUTE_OPTIONS)}, got ${show(value)}`);
+    }
     let entry = perRoute.get(cfg);
     if (entry === undefined) {
       // the plugin's options minus its policy, then the route's. A route without rules or limiter shares the
@@ -154,7 +167,7 @@ const plugin: FastifyPluginCallback<FastifyRateLimitOptions> = (fastify: Fastify
       delete (merged as Record<string, unknown>).logLevel;
       const name = h ?? hookName;
       if (name !== 'onRequest' && name !== 'preHandler') throw new RatekeeperError(`config.rateLimit.hook of ${route.url} must be 'onRequest' or 'preHandler', got ${show(name)}`);
-      entry = { hook: hookOf(new RateLimitCore<FastifyRequest>(merged, facts), o ?? options.onLimited), name };
+      entry = { hook: hookOf(new RateLimitCore<FastifyRequest>(merged, facts, PLUGIN_OPTIONS, 'config.rateLimit'), o ?? options.onLimited), name };
       perRoute.set(cfg, entry);
     }
     appendHook(route, entry.name, entry.hook as onRequestHookHandler);

@@ -1,6 +1,15 @@
-import { serializeInteger, serializeList, serializeString, type Item, type Parameters } from 'structured-headers';
+import { serializeInteger, serializeList, serializeString } from 'structured-headers';
 import type { Decision, RuleOutcome } from '../core/types.js';
 import type { RuleConfig } from '../core/algorithms/common.js';
+
+/**
+ * SfItem, SfParameters — a Structured Field Item (RFC 9651) as structured-headers represents one: [bare item,
+ * parameters]. Declared here, so that ratekeeper's declarations need no types from structured-headers (whose
+ * package has none that `moduleResolution: node10` can find).
+ */
+export type SfBareItem = string | number | boolean | Uint8Array;
+export type SfParameters = Map<string, SfBareItem>;
+export type SfItem = [value: SfBareItem, parameters: SfParameters];
 
 /**
  * QuotaUnit — the `qu` parameter of RateLimit-Policy (draft-ietf-httpapi-ratelimit-headers, RateLimit Quota
@@ -28,9 +37,9 @@ function integer(n: number): number {
  * `q` is the rule's limit rounded down (the draft wants an Integer); `w` is written only when `per` is a whole
  * number of seconds (the draft has no sub-second windows, and rounding would misstate the rate).
  */
-export function policyItems(rules: readonly RuleConfig[], unit: QuotaUnit | undefined, pk?: Uint8Array): Item[] {
+export function policyItems(rules: readonly RuleConfig[], unit: QuotaUnit | undefined, pk?: Uint8Array): SfItem[] {
   return rules.map((r) => {
-    const p: Parameters = new Map();
+    const p: SfParameters = new Map();
     p.set('q', integer(r.limit));
     if (unit !== undefined && unit !== 'requests') p.set('qu', unit);
     if (r.per % 1000 === 0) p.set('w', Math.min(r.per / 1000, MAX_INTEGER));
@@ -50,12 +59,12 @@ export function policyField(rules: readonly RuleConfig[], unit: QuotaUnit | unde
  * rule's wait when the rule refused the request (nothing more is available before then) and its reset time
  * otherwise (when it is back to a fresh client's quota); it is left out when infinite.
  */
-export function limitItems(d: Decision, pk?: Uint8Array): Item[] {
+export function limitItems(d: Decision, pk?: Uint8Array): SfItem[] {
   const blocked = d.reason === 'blocked' || (d.reason === 'dry-run' && d.rules.every((r) => r.allowed));
-  const out = new Array<Item>(d.rules.length);
+  const out = new Array<SfItem>(d.rules.length);
   for (let i = 0; i < d.rules.length; i++) {
     const r: RuleOutcome = d.rules[i];
-    const p: Parameters = new Map();
+    const p: SfParameters = new Map();
     if (blocked) {
       p.set('r', 0);
       const t = seconds(d.retryAfter);

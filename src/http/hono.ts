@@ -6,7 +6,9 @@
  */
 import type { Context, MiddlewareHandler } from 'hono';
 import type { Decision } from '../core/types.js';
-import { RateLimitCore, LIST_FIELDS, PROBLEM_TYPE, hold, type Facts, type RateLimitOptions } from './core.js';
+import { RatekeeperError, show } from '../core/errors.js';
+import { checkOptions } from '../core/options.js';
+import { RateLimitCore, LIST_FIELDS, PROBLEM_TYPE, hold, optionNames, type Facts, type RateLimitOptions } from './core.js';
 
 export * from './core.js';
 export * from './headers.js';
@@ -24,6 +26,8 @@ export interface HonoRateLimitOptions extends RateLimitOptions<Context> {
   /** onLimited — the response to a refused request instead of the default 429 problem+json; headers are already set on `c`. */
   onLimited?: (c: Context, decision: Decision) => Response | Promise<Response>;
 }
+
+const HONO_OPTIONS = optionNames('peer', 'onLimited');
 
 /** defaultPeer — the peer address from the runtime's environment object, if it exposes one. */
 export function defaultPeer(c: Context): string | undefined {
@@ -49,6 +53,8 @@ declare module 'hono' {
  * the headers to the handler's response, or returns a 429/503 response. The decision is `c.get('rateLimit')`.
  */
 export function rateLimit(options: HonoRateLimitOptions): MiddlewareHandler {
+  if (typeof options !== 'object' || options === null) throw new RatekeeperError(`rateLimit takes an options object with rules or a limiter, got ${show(options)}`);
+  checkOptions(options, HONO_OPTIONS, 'rateLimit');
   const peer = options.peer ?? defaultPeer;
   const facts: Facts<Context> = { peer, header: (c, name) => c.req.header(name) };
   const { peer: _p, onLimited, ...rest } = options;

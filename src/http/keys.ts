@@ -1,7 +1,8 @@
 import ipaddr from 'ipaddr.js';
 import { RatekeeperError, show } from '../core/errors.js';
 
-type Address = ipaddr.IPv4 | ipaddr.IPv6;
+/** Address — a parsed address (written as import types, so that the declarations need no default import of ipaddr.js). */
+type Address = import('ipaddr.js').IPv4 | import('ipaddr.js').IPv6;
 
 /**
  * ClientKeyOptions — how the default key is derived from a request: the client's IP address, grouped by prefix.
@@ -75,33 +76,47 @@ export function parseHop(raw: string): Address | undefined {
 }
 
 /**
+ * MAX_FORWARDED_LENGTH — the longest `Forwarded` header value read, in UTF-16 units: room for about a hundred hops.
+ * A longer one is treated as junk from beyond the trusted chain (the last trusted hop stands for it), so the work a
+ * request can cause is bounded whatever it sends.
+ */
+export const MAX_FORWARDED_LENGTH = 8192;
+
+/**
  * forwardedFor — the `for=` values of a Forwarded header (RFC 7239), in order, nearest hop last. A quoted-string
  * opens only right after `=` and only if it closes: an unclosed or stray quote is an ordinary character, so a client
  * cannot swallow the elements a trusted proxy appends after its own (`Forwarded: for="x` would otherwise hide them).
+ * One pass, linear in the length: each character is looked at a bounded number of times (a quote that finds no
+ * closing quote proves that none that follows will find one either, so the search runs at most once to the end).
  */
 export function forwardedFor(value: string): string[] {
   const out: string[] = [];
-  let i = 0;
   const n = value.length;
+  /** unclosed — a search for a closing quote already ran off the end: every later one would too. */
+  let unclosed = false;
+  let i = 0;
   while (i < n) {
+    // one pair (or junk) from i up to the next unquoted `,` or `;`
+    let eq = -1; // index of the first `=` in the pair
+    let last = -1; // the last non-space character code seen, for "a quote opens right after `=`"
     let j = i;
-    let part = '';
     for (; j < n; j++) {
-      const c = value[j];
-      if (c === '"' && part.trimEnd().endsWith('=')) {
+      const c = value.charCodeAt(j);
+      if (c === 34 /* " */ && last === 61 /* = */ && !unclosed) {
         const close = closingQuote(value, j + 1);
         if (close !== -1) {
-          part += value.slice(j, close + 1);
           j = close;
+          last = 34;
           continue;
         }
+        unclosed = true;
       }
-      if (c === ',' || c === ';') break;
-      part += c;
+      if (c === 44 /* , */ || c === 59 /* ; */) break;
+      if (c === 61 && eq === -1) eq = j;
+      if (c !== 32 && c !== 9) last = c;
     }
-    const eq = part.indexOf('=');
-    if (eq !== -1 && part.slice(0, eq).trim().toLowerCase() === 'for') out.push(part.slice(eq + 1).trim());
-    else if (value[j] === ',' && eq === -1 && part.trim() !== '') out.push(''); // malformed element: an unparseable hop
+    if (eq !== -1 && value.slice(i, eq).trim().toLowerCase() === 'for') out.push(value.slice(eq + 1, j).trim());
+    else if (j < n && value.charCodeAt(j) === 44 && eq === -1 && value.slice(i, j).trim() !== '') out.push(''); // malformed element: an unparseable hop
     i = j + 1;
   }
   return out;
@@ -110,8 +125,9 @@ export function forwardedFor(value: string): string[] {
 /** closingQuote — the index of the quote that closes a quoted-string whose content starts at `from`, or −1. */
 function closingQuote(value: string, from: number): number {
   for (let k = from; k < value.length; k++) {
-    if (value[k] === '\\') k++;
-    else if (value[k] === '"') return k;
+    const c = value.charCodeAt(k);
+    if (c === 92 /* \ */) k++;
+    else if (c === 34) return k;
   }
   return -1;
 }
@@ -193,7 +209,7 @@ export function clientKeyDeriver(options: ClientKeyOptions = {}): KeyDeriver {
     if (trusted !== undefined && trusted(a)) {
       const value = read(header);
       if (value !== undefined && value !== '') {
-        const hops = header === 'forwarded' ? forwardedFor(value) : value.split(',');
+        const hops = header === 'forwarded' ? (value.length <= MAX_FORWARDED_LENGTH ? forwardedFor(value) : []) : value.split(',');
         for (let i = hops.length - 1; i >= 0; i--) {
           const h = parseHop(hops[i]);
           if (h === undefined) break; // junk from beyond the trusted chain: the last trusted hop stands for it

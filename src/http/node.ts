@@ -6,7 +6,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Decision } from '../core/types.js';
-import { RateLimitCore, LIST_FIELDS, PROBLEM_TYPE, hold, isPromise, mergeList, type Facts, type RateLimitOptions, type Verdict } from './core.js';
+import { RateLimitCore, LIST_FIELDS, PROBLEM_TYPE, hold, isPromise, mergeList, optionNames, type Facts, type RateLimitOptions, type Verdict } from './core.js';
 
 export * from './core.js';
 export { clientKeyDeriver, parseHop, forwardedFor, type KeyDeriver } from './keys.js';
@@ -24,6 +24,8 @@ export interface NodeRateLimitOptions extends RateLimitOptions<IncomingMessage> 
    */
   onLimited?: (req: IncomingMessage, res: ServerResponse, decision: Decision) => unknown;
 }
+
+const NODE_OPTIONS = optionNames('onLimited');
 
 export const nodeFacts: Facts<IncomingMessage> = {
   peer: (req) => req.socket?.remoteAddress,
@@ -55,7 +57,7 @@ export function sendRefusal(res: ServerResponse, v: Verdict): void {
  * request first and calls `handler(req, res, decision)` when it passes.
  */
 export function rateLimit(options: NodeRateLimitOptions): <Req extends IncomingMessage, Res extends ServerResponse>(handler: NodeHandler<Req, Res>) => (req: Req, res: Res) => void {
-  const core = new RateLimitCore<IncomingMessage>(options, nodeFacts);
+  const core = new RateLimitCore<IncomingMessage>(options, nodeFacts, NODE_OPTIONS);
   const onLimited = options.onLimited;
   return function wrap<Req extends IncomingMessage, Res extends ServerResponse>(handler: NodeHandler<Req, Res>): (req: Req, res: Res) => void {
     const apply = (req: Req, res: Res, v: Verdict): void => {

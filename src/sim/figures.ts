@@ -1,3 +1,4 @@
+import { checkOptionsObject } from '../core/options.js';
 import type { ReplayResult } from './replay.js';
 import type { Figure, Marker } from './scenarios.js';
 import { summarize, seconds } from './summary.js';
@@ -27,6 +28,8 @@ export interface FigureOptions {
   maxKeys?: number;
 }
 
+const FIGURE_OPTIONS: ReadonlySet<string> = new Set(['title', 'figures', 'truth', 'markers', 'showLimit', 'origin', 'maxKeys']);
+
 /** COLORS — sent red and admitted blue, as in the EARRRL document; the estimates of several limiters in turn. */
 const SENT = '#d62728';
 const ADMITTED = '#1f77b4';
@@ -39,6 +42,7 @@ const HEIGHT = 190;
 
 /** figureSpec — the plot of a replay: one vertical section per figure, one row per key, one column per limiter. */
 export function figureSpec(result: ReplayResult, options: FigureOptions): VegaLiteSpec {
+  checkOptionsObject(options, FIGURE_OPTIONS, 'figureSpec', 'ERR_ARGUMENT');
   const origin = options.origin ?? 0;
   const sec = (ms: number): number => (ms - origin) / 1000;
   const x0 = sec(result.from);

@@ -13,8 +13,16 @@ type VegaLite = typeof import('vega-lite');
 /** libraries — the loaded modules, once. */
 let libraries: Promise<{ vega: Vega; vl: VegaLite }> | undefined;
 
-/** loadVega — imports vega and vega-lite, or throws saying how to install them. */
-export function loadVega(): Promise<{ vega: Vega; vl: VegaLite }> {
+/**
+ * loadVega — resolves once vega and vega-lite are loaded, or rejects saying how to install them. Their types stay out
+ * of ratekeeper's declarations: they are optional peers, and a project without them must still typecheck.
+ */
+export async function loadVega(): Promise<void> {
+  await modules();
+}
+
+/** modules — vega and vega-lite, loaded once. */
+function modules(): Promise<{ vega: Vega; vl: VegaLite }> {
   libraries ??= (async () => {
     try {
       const [vega, vl] = await Promise.all([import('vega'), import('vega-lite')]);
@@ -30,7 +38,7 @@ export function loadVega(): Promise<{ vega: Vega; vl: VegaLite }> {
 
 /** renderSvg — the SVG text of a Vega-Lite specification. */
 export async function renderSvg(spec: VegaLiteSpec): Promise<string> {
-  const { vega, vl } = await loadVega();
+  const { vega, vl } = await modules();
   // Vega-Lite's warnings (merged legends and the like) are not the user's business: a quiet logger.
   const logger = vega.logger(vega.None);
   const compiled = vl.compile(spec as unknown as Parameters<VegaLite['compile']>[0], { logger }).spec;

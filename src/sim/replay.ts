@@ -1,6 +1,10 @@
 import type { Reason } from '../core/types.js';
 import type { RuleConfig } from '../core/algorithms/common.js';
 import { RatekeeperError, show } from '../core/errors.js';
+import { checkOptionsObject } from '../core/options.js';
+
+const REPLAY_OPTIONS: ReadonlySet<string> = new Set(['limiters', 'sampleEvery', 'from', 'until']);
+const LIMITER_SPEC: ReadonlySet<string> = new Set(['name', 'rules', 'dryRun']);
 import { parseRules } from '../core/rules.js';
 import { limiter } from '../limiter.js';
 import { memoryStore } from '../stores/memory.js';
@@ -87,11 +91,13 @@ const RATE_ALGORITHMS = new Set(['earrrl', 'exponential']);
  * Limiters are independent: each gets its own store and sees the whole trace.
  */
 export function replay(trace: Trace, options: ReplayOptions): ReplayResult {
+  checkOptionsObject(options, REPLAY_OPTIONS, 'replay', 'ERR_ARGUMENT');
   if (!Array.isArray(options.limiters) || options.limiters.length === 0) {
     throw new RatekeeperError(`replay needs at least one limiter, got ${show(options.limiters)}`, 'ERR_ARGUMENT');
   }
   const names = new Set<string>();
   for (const l of options.limiters) {
+    checkOptionsObject(l, LIMITER_SPEC, 'replay.limiters[]', 'ERR_ARGUMENT');
     if (names.has(l.name)) throw new RatekeeperError(`replay: two limiters are named ${show(l.name)}; give each its own name`, 'ERR_ARGUMENT');
     names.add(l.name);
   }

@@ -1,4 +1,5 @@
 import { RatekeeperError, show } from '../core/errors.js';
+import { checkOptionsObject } from '../core/options.js';
 import { formatDuration } from '../core/duration.js';
 import { rules } from '../core/rules.js';
 import type { LimiterSpec } from './replay.js';
@@ -37,6 +38,8 @@ export interface ScenarioOptions {
   /** halfLife — ms: the half-life of the scenario's own EARRRL limiter (ignored with `limiters`). */
   halfLife?: number;
 }
+
+const SCENARIO_OPTIONS: ReadonlySet<string> = new Set(['limiters', 'halfLife']);
 
 const S = 1000;
 
@@ -114,6 +117,7 @@ export const SCENARIOS: Readonly<Record<string, string>> = {
 
 /** scenario — a built-in scenario by name, with the command line's changes. Throws naming the bad name. */
 export function scenario(name: string, options: ScenarioOptions = {}): Scenario {
+  checkOptionsObject(options, SCENARIO_OPTIONS, 'scenario', 'ERR_ARGUMENT');
   let s: Scenario;
   switch (name) {
     case 'three-clients': s = threeClients(name, options.halfLife ?? 10 * S); break;

@@ -1,5 +1,6 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { checkOptionsObject } from '../core/options.js';
 import { figureSpec, type VegaLiteSpec } from './figures.js';
 import { resultCsv } from './output.js';
 import { renderSvg } from './plot.js';
@@ -28,6 +29,11 @@ export interface SimulationInput {
   origin?: number;
 }
 
+const SIMULATION_INPUT: ReadonlySet<string> = new Set([
+  'name', 'title', 'trace', 'truth', 'limiters', 'sampleEvery', 'from', 'until', 'figures', 'markers', 'showLimit', 'origin',
+]);
+const WRITE_OPTIONS: ReadonlySet<string> = new Set(['plot']);
+
 /** Simulation — a replay, its summary and the specification of its plot. */
 export interface Simulation {
   name: string;
@@ -49,6 +55,7 @@ export function fromScenario(s: Scenario): SimulationInput {
 
 /** simulate — replays the input and builds its summary and plot specification (no I/O). */
 export function simulate(input: SimulationInput): Simulation {
+  checkOptionsObject(input, SIMULATION_INPUT, 'simulate', 'ERR_ARGUMENT');
   const result = replay(input.trace, { limiters: input.limiters, sampleEvery: input.sampleEvery, from: input.from, until: input.until });
   const summaries = summarize(result);
   const spec = figureSpec(result, {
@@ -62,6 +69,7 @@ export function simulate(input: SimulationInput): Simulation {
  * returns their paths. The plot is rendered first, so nothing is written when vega is missing.
  */
 export async function writeSimulation(sim: Simulation, dir: string, options: { plot?: boolean } = {}): Promise<{ csv: string; svg?: string }> {
+  checkOptionsObject(options, WRITE_OPTIONS, 'writeSimulation', 'ERR_ARGUMENT');
   const svg = options.plot === false ? undefined : await renderSvg(sim.spec);
   await mkdir(dir, { recursive: true });
   const csv = join(dir, `${sim.name}.csv`);

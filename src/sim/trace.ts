@@ -1,4 +1,9 @@
 import { RatekeeperError, show } from '../core/errors.js';
+import { checkOptionsObject } from '../core/options.js';
+
+const PERIODIC_OPTIONS: ReadonlySet<string> = new Set(['key', 'rate', 'start', 'end', 'cost']);
+const ABUSER_OPTIONS: ReadonlySet<string> = new Set(['key', 'limit', 'factor', 'start', 'obeyFrom', 'end']);
+const TRACE_CSV_OPTIONS: ReadonlySet<string> = new Set(['timeUnit', 'key', 'source']);
 import { parseCsv } from './csv.js';
 
 /** TraceRequest — one request of a trace: when (ms on the virtual clock), whose, and what it costs. */
@@ -53,6 +58,7 @@ function finite(value: unknown, what: string, min = -Infinity): number {
  * k with a time before `end`.
  */
 export function periodic(options: PeriodicOptions): Generated {
+  checkOptionsObject(options, PERIODIC_OPTIONS, 'periodic', 'ERR_ARGUMENT');
   const { key } = options;
   const rate = finite(options.rate, 'periodic.rate');
   if (rate <= 0) throw new RatekeeperError(`periodic.rate must be > 0, got ${show(rate)}`, 'ERR_ARGUMENT');
@@ -84,6 +90,7 @@ export interface AbuserOptions {
 
 /** abuser — the EARRRL document's abuser: `factor`·limit per second, then exactly `limit` per second from `obeyFrom`. */
 export function abuser(options: AbuserOptions): Generated {
+  checkOptionsObject(options, ABUSER_OPTIONS, 'abuser', 'ERR_ARGUMENT');
   const limit = finite(options.limit, 'abuser.limit');
   const factor = finite(options.factor, 'abuser.factor');
   if (limit <= 0 || factor <= 0) throw new RatekeeperError(`abuser.limit and abuser.factor must be > 0, got ${show(limit)} and ${show(factor)}`, 'ERR_ARGUMENT');
@@ -126,6 +133,7 @@ const TIME_COLUMNS = ['t', 'time', 'timestamp', 'ts'];
  * Throws naming the source, the line and the bad value.
  */
 export function parseTraceCsv(text: string, options: TraceCsvOptions = {}): Trace {
+  checkOptionsObject(options, TRACE_CSV_OPTIONS, 'parseTraceCsv', 'ERR_ARGUMENT');
   const source = options.source ?? 'trace';
   const unit = options.timeUnit === 'ms' ? 1 : 1000;
   const fallbackKey = options.key ?? 'client';

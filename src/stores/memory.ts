@@ -1,22 +1,28 @@
 import type { Decision, Override } from '../core/types.js';
 import type { Policy } from '../core/policy.js';
-import type { Log } from '../core/algorithms/slidingLog.js';
+import { Log } from '../core/algorithms/slidingLog.js';
 import { RatekeeperError, show } from '../core/errors.js';
+import { checkOptions } from '../core/options.js';
 import type { BoundStore, OverrideRequest, Part, Store } from './types.js';
 
 /** MemoryStoreOptions — the embedded store's bounds. */
 export interface MemoryStoreOptions {
   /**
-   * maxKeys — the most clients tracked per limiter; past it the least recently used one is forgotten (as the
-   * EARRRL document asks: an LRU, not a TTL, so an active offender is never forgotten while it stays active).
-   * @default 1_000_000
+   * maxKeys — the most clients tracked per limiter, and the most blocks and exemptions kept. Past it a client is
+   * forgotten: the least recently used one of those not in penalty (as the EARRRL document asks: an LRU, not a TTL,
+   * so an active offender is never forgotten while it stays active), and one in penalty only when every tracked
+   * client is. About 100 bytes a client for one-number algorithms (docs/memory.md gives the figure per algorithm):
+   * 100 000 clients fit in ~10–25 MB.
+   * @default 100_000
    */
   maxKeys?: number;
 }
 
+const MEMORY_STORE_OPTIONS: ReadonlySet<string> = new Set(['maxKeys']);
+
 /**
  * MemoryStore — the embedded default: per limiter, a bounded table of clients. No timer per key and nothing in
- * the background: a client's state is only dropped when the table is full and it is the least recently used.
+ * the background: a client's state is only dropped when the table is full (see {@link MemoryTable}).
  */
 export class MemoryStore implements Store {
   readonly maxKeys: number;
@@ -24,7 +30,9 @@ export class MemoryStore implements Store {
   private readonly tables = new Map<Policy, MemoryTable>();
 
   constructor(options: MemoryStoreOptions = {}) {
-    const max = options.maxKeys ?? 1_000_000;
+    if (typeof options !== 'object' || options === null) throw new RatekeeperError(`memoryStore takes an options object like { maxKeys: 100_000 }, got ${show(options)}`);
+    checkOptions(options, MEMORY_STORE_OPTIONS, 'memoryStore');
+    const max = options.maxKeys ?? 100_000;
     if (!Number.isSafeInteger(max) || max < 1) throw new RatekeeperError(`memoryStore.maxKeys must be an integer >= 1, got ${show(max)}`);
     this.maxKeys = max;
   }
@@ -69,11 +77,27 @@ export class MemoryStore implements Store {
 }
 
 const NONE = -1;
+/** INLINE — log entries kept in a client's slot; a longer log gets an array of its own (and comes back when short). */
+const INLINE = 3;
+/** BIG — logMeta of a slot whose log has a Log of its own (in bigLogs); otherwise logMeta is head·4 + size. */
+const BIG = 255;
+/** NORMAL, PENALTY — the two LRU lists: clients whose last decision admitted them, and those it refused. */
+const NORMAL = 0;
+const PENALTY = 1;
+/** SWEEP — expired overrides looked for per override set: enough to reclaim them faster than they are made. */
+const SWEEP = 2;
 
 /**
- * MemoryTable — the clients of one policy: a Map from key to slot, the rule state of slot i at
- * slab[i·stride … (i+1)·stride), a log per slot for slidingLog rules, and a doubly linked LRU list over slots
- * kept in two Int32Arrays (no object per client but the key string itself).
+ * MemoryTable — the clients of one policy: a Map from key to slot, the state of slot i at slab[i·stride …
+ * (i+1)·stride) (the rules' numbers, then for slidingLog rules the log's header and its first INLINE entries),
+ * a log array only for clients whose log is longer than that, and two doubly linked LRU lists over slots kept in
+ * Int32Arrays (no object per client but the key string itself).
+ *
+ * Eviction, when the table is full: a client whose last decision refused it is in penalty (until a request of cost 1
+ * would pass) and sits on the PENALTY list; everyone else on the NORMAL list. A new client takes the slot of, in this order: the
+ * least recently used penalty client whose penalty is over, the least recently used normal client, the least
+ * recently used penalty client. So a flood of fresh keys never wipes a penalty while the table holds anyone else,
+ * and each insert does O(1) work.
  */
 export class MemoryTable implements BoundStore {
   readonly sync = true;
@@ -82,32 +106,54 @@ export class MemoryTable implements BoundStore {
   private readonly slots = new Map<string, number>();
   /** keys — slot → key, for eviction. */
   private keys: string[] = [];
-  /** slab — the rules' state, `stride` numbers per slot; all zero is a fresh client. */
+  /** slab — the clients' state, `stride` numbers per slot; all zero is a fresh client. */
   private slab: Float64Array;
-  private logs: (Log | undefined)[] = [];
-  /** newer, older — the LRU list: `mru` is the most recently used slot, `lru` the next to evict. */
+  /** newer, older — the LRU lists' links; list[slot] says which list a slot is on (NORMAL or PENALTY). */
   private newer: Int32Array;
   private older: Int32Array;
-  private mru = NONE;
-  private lru = NONE;
-  /** overrides — blocks and exemptions by key; an expired one is removed when next seen. */
+  private list: Uint8Array;
+  /** mru, lru — per list, the most recently used slot and the next to evict (NONE when the list is empty). */
+  private readonly mru = new Int32Array([NONE, NONE]);
+  private readonly lru = new Int32Array([NONE, NONE]);
+  /**
+   * overrides — blocks and exemptions by key, in the order they were set (or last swept): at most maxKeys. Each set
+   * looks at the SWEEP oldest ones and removes those expired (moving the others to the back), so expired ones are
+   * reclaimed without timers; an expired one is also removed when its key is checked.
+   */
   private readonly overrides = new Map<string, Override>();
   private readonly stride: number;
+  /** logAt — where a slot's log header starts within its stride (−1: the policy has no slidingLog rule). */
+  private readonly logAt: number;
+  /** logMeta — per slot, its log's head·4 + size when inline (the base is the slot's first log number), or BIG. */
+  private logMeta: Uint8Array;
+  /** bigLogs — slot → the Log of a log longer than INLINE entries (a ring of its own) where logMeta[slot] is BIG. */
+  private bigLogs: (Log | undefined)[] = [];
+  /** log — the one Log object, pointed at the slot being decided. */
+  private readonly log: Log | undefined;
   /** zero — the state of a client not in the table, for looks that store nothing (cost 0). */
   private readonly zero: Float64Array;
 
   constructor(readonly policy: Policy, readonly maxKeys: number) {
-    this.stride = policy.stateSize;
+    this.logAt = policy.hasLog ? policy.stateSize : -1;
+    this.stride = policy.stateSize + (policy.hasLog ? 1 + 2 * INLINE : 0);
+    this.log = policy.hasLog ? new Log(INLINE) : undefined;
     const cap = Math.min(maxKeys, 1024);
     this.slab = new Float64Array(cap * this.stride);
     this.newer = new Int32Array(cap);
     this.older = new Int32Array(cap);
+    this.list = new Uint8Array(cap);
+    this.logMeta = new Uint8Array(policy.hasLog ? cap : 0);
     this.zero = new Float64Array(Math.max(1, this.stride));
   }
 
   /** size — clients tracked now. */
   get size(): number {
     return this.slots.size;
+  }
+
+  /** overrideCount — blocks and exemptions held now (expired ones included until swept): at most maxKeys. */
+  get overrideCount(): number {
+    return this.overrides.size;
   }
 
   /** evaluate — see BoundStore; `veto`: another part of a compound request refused it (Policy.evaluate). */
@@ -119,13 +165,26 @@ export class MemoryTable implements BoundStore {
     if (slot === undefined) {
       if (cost === 0) {
         this.zero.fill(0);
-        return this.policy.evaluate(this.zero, 0, this.policy.newLog(), t, 0, override);
+        return this.policy.evaluate(this.zero, 0, this.openLog(this.zero, 0, -1), t, 0, override);
       }
-      slot = this.insert(key);
-    } else if (slot !== this.mru) {
-      this.touch(slot);
+      slot = this.insert(key, t);
     }
-    return this.policy.evaluate(this.slab, slot * this.stride, this.logs[slot], t, cost, override, veto);
+    const o = slot * this.stride;
+    let d: Decision;
+    if (this.logAt < 0) {
+      d = this.policy.evaluate(this.slab, o, undefined, t, cost, override, veto);
+    } else {
+      const log = this.openLog(this.slab, o, slot) as Log;
+      d = this.policy.evaluate(this.slab, o, log, t, cost, override, veto);
+      this.closeLog(o, slot, log);
+    }
+    // the LRU move, onto the list this decision puts the client on
+    const to = d.allowed || d.reason !== 'limited' ? NORMAL : PENALTY;
+    if (this.mru[to] !== slot || this.list[slot] !== to) {
+      this.unlink(slot);
+      this.pushFront(slot, to);
+    }
+    return d;
   }
 
   /** verdict — whether `evaluate` would answer `allowed: true`, charging and storing nothing. */
@@ -134,20 +193,35 @@ export class MemoryTable implements BoundStore {
     const slot = this.slots.get(key);
     if (slot === undefined) {
       this.zero.fill(0);
-      return this.policy.verdict(this.zero, 0, this.policy.newLog(), now, cost, override);
+      return this.policy.verdict(this.zero, 0, this.openLog(this.zero, 0, -1), now, cost, override);
     }
-    return this.policy.verdict(this.slab, slot * this.stride, this.logs[slot], now, cost, override);
+    const o = slot * this.stride;
+    return this.policy.verdict(this.slab, o, this.logAt < 0 ? undefined : this.openLog(this.slab, o, slot), now, cost, override);
   }
 
+  /** refund — gives back `cost` of the client's state (Policy.refund), then reports it as a cost-0 look would. */
   refund(key: string, cost: number, now: number | undefined, leakyOnly: boolean): Decision {
     const slot = this.slots.get(key);
-    if (slot !== undefined) this.policy.refund(this.slab, slot * this.stride, this.logs[slot], now as number, cost, leakyOnly);
+    if (slot !== undefined) {
+      const o = slot * this.stride;
+      if (this.logAt < 0) {
+        this.policy.refund(this.slab, o, undefined, now as number, cost, leakyOnly);
+      } else {
+        const log = this.openLog(this.slab, o, slot) as Log;
+        this.policy.refund(this.slab, o, log, now as number, cost, leakyOnly);
+        this.closeLog(o, slot, log);
+      }
+    }
     return this.evaluate(key, 0, now);
   }
 
   setOverride(key: string, request: OverrideRequest, now: number | undefined): void {
-    const o: Override = { kind: request.kind, until: (now as number) + request.for };
+    const t = now as number;
+    const o: Override = { kind: request.kind, until: t + request.for };
     if (request.reason !== undefined) o.reason = request.reason;
+    this.overrides.delete(key);
+    this.sweep(t);
+    if (this.overrides.size >= this.maxKeys) this.overrides.delete(this.overrides.keys().next().value as string);
     this.overrides.set(key, o);
   }
 
@@ -159,17 +233,20 @@ export class MemoryTable implements BoundStore {
     const slot = this.slots.get(key);
     if (slot === undefined) return;
     this.slab.fill(0, slot * this.stride, (slot + 1) * this.stride);
-    this.logs[slot] = this.policy.newLog();
+    if (this.logAt >= 0) this.logMeta[slot] = 0;
+    this.bigLogs[slot] = undefined;
   }
 
   /** clear — forgets every client and override. */
   clear(): void {
     this.slots.clear();
     this.overrides.clear();
+    this.bigLogs = [];
     this.keys = [];
-    this.logs = [];
     this.slab.fill(0);
-    this.mru = this.lru = NONE;
+    this.logMeta.fill(0);
+    this.mru.fill(NONE);
+    this.lru.fill(NONE);
   }
 
   private override(key: string, now: number): Override | undefined {
@@ -181,44 +258,101 @@ export class MemoryTable implements BoundStore {
     return o;
   }
 
-  /** insert — a slot for a new key: the next free one, or the least recently used one's, wiped. */
-  private insert(key: string): number {
+  /** sweep — removes the expired ones among the SWEEP oldest overrides, moving the live ones to the back. */
+  private sweep(now: number): void {
+    for (let i = 0; i < SWEEP && this.overrides.size > 0; i++) {
+      const [key, o] = this.overrides.entries().next().value as [string, Override];
+      this.overrides.delete(key);
+      if (o.until > now) this.overrides.set(key, o);
+    }
+  }
+
+  /** openLog — the log of `slot` (−1: a client not in the table, whose state is `zero`), ready for one decision. */
+  private openLog(s: Float64Array, o: number, slot: number): Log | undefined {
+    const log = this.log;
+    if (log === undefined) return undefined;
+    const meta = slot < 0 ? 0 : this.logMeta[slot];
+    if (meta === BIG) return this.bigLogs[slot] as Log;
+    const h = o + this.logAt;
+    log.view(s, h + 1, INLINE, meta >> 2, meta & 3, s[h]);
+    return log;
+  }
+
+  /**
+   * closeLog — after a decision, stores `slot`'s log back: an inline log's base and head/size into the slot; a log
+   * that outgrew the slot becomes a Log of its own (in bigLogs); a big log that is short again moves back inline.
+   */
+  private closeLog(o: number, slot: number, log: Log): void {
+    const s = this.slab;
+    const h = o + this.logAt;
+    if (log !== this.log) {
+      if (log.size > INLINE) return;
+      log.copyTo(s, h + 1);
+      s[h] = log.base;
+      this.logMeta[slot] = log.size;
+      this.bigLogs[slot] = undefined;
+      return;
+    }
+    if (log.buf !== s) {
+      const big = new Log(0);
+      big.view(log.buf, 0, log.cap, log.head, log.size, log.base);
+      this.bigLogs[slot] = big;
+      this.logMeta[slot] = BIG;
+      return;
+    }
+    s[h] = log.base;
+    this.logMeta[slot] = (log.head << 2) | log.size;
+  }
+
+  /**
+   * insert — a slot for a new key, on the NORMAL list: the next free one, or when the table is full the slot of
+   * the least recently used client past its penalty, else not in penalty, else in penalty — wiped.
+   */
+  private insert(key: string, now: number): number {
     let slot = this.slots.size;
     if (slot >= this.maxKeys) {
-      slot = this.lru;
+      const p = this.lru[PENALTY];
+      slot = p !== NONE && this.over(p, now) ? p : this.lru[NORMAL] !== NONE ? this.lru[NORMAL] : p;
       this.unlink(slot);
       this.slots.delete(this.keys[slot]);
       this.slab.fill(0, slot * this.stride, (slot + 1) * this.stride);
+      if (this.logAt >= 0) this.logMeta[slot] = 0;
+      if (this.logAt >= 0) this.bigLogs[slot] = undefined;
     } else if (slot >= this.newer.length) {
       this.grow();
     }
     this.slots.set(key, slot);
     this.keys[slot] = key;
-    this.logs[slot] = this.policy.newLog();
-    this.pushFront(slot);
+    this.pushFront(slot, NORMAL);
     return slot;
   }
 
-  private touch(slot: number): void {
-    this.unlink(slot);
-    this.pushFront(slot);
+  /** over — whether the penalty of the client in `slot` is over: every rule would admit a request of cost 1 now. */
+  private over(slot: number, now: number): boolean {
+    const o = slot * this.stride;
+    const outcomes = this.policy.peekOutcomes(this.slab, o, this.openLog(this.slab, o, slot), now, 1);
+    for (let i = 0; i < outcomes.length; i++) if (!outcomes[i].allowed) return false;
+    return true;
   }
 
   private unlink(slot: number): void {
+    const l = this.list[slot];
     const n = this.newer[slot];
     const o = this.older[slot];
-    if (n === NONE) this.mru = o;
+    if (n === NONE) this.mru[l] = o;
     else this.older[n] = o;
-    if (o === NONE) this.lru = n;
+    if (o === NONE) this.lru[l] = n;
     else this.newer[o] = n;
   }
 
-  private pushFront(slot: number): void {
+  private pushFront(slot: number, l: number): void {
+    const m = this.mru[l];
+    this.list[slot] = l;
     this.newer[slot] = NONE;
-    this.older[slot] = this.mru;
-    if (this.mru !== NONE) this.newer[this.mru] = slot;
-    this.mru = slot;
-    if (this.lru === NONE) this.lru = slot;
+    this.older[slot] = m;
+    if (m !== NONE) this.newer[m] = slot;
+    this.mru[l] = slot;
+    if (this.lru[l] === NONE) this.lru[l] = slot;
   }
 
   private grow(): void {
@@ -232,6 +366,14 @@ export class MemoryTable implements BoundStore {
     const older = new Int32Array(cap);
     older.set(this.older);
     this.older = older;
+    const list = new Uint8Array(cap);
+    list.set(this.list);
+    this.list = list;
+    if (this.logAt >= 0) {
+      const meta = new Uint8Array(cap);
+      meta.set(this.logMeta);
+      this.logMeta = meta;
+    }
   }
 }
 

@@ -29,6 +29,8 @@ export interface Scenario {
   name: string;
   rules: RuleConfig[];
   dryRun?: boolean;
+  /** boundary — the extremes of the documented range, whose expiries no store can set as they are (Redis PX). */
+  boundary?: boolean;
   steps: Step[];
 }
 
@@ -240,6 +242,40 @@ export const scenarios: Scenario[] = [
     rules: [rules.fixedWindow({ limit: 1e9, per: 3_600_000, name: 'fw' }), rules.slidingLog({ limit: 1e9, per: 3_600_000, name: 'log' }),
       rules.slidingWindow({ limit: 1e9, per: 3_600_000, name: 'sw' }), rules.tokenBucket({ limit: 1e9, per: 86_400_000_000, name: 'tb' })],
     steps: [c(0, 1e9 - 1, 'k', { allowed: true, remaining: 1 }), c(0, 1, 'k', { allowed: true, remaining: 0 }), c(0, 1, 'k', { allowed: false, remaining: 0 })],
+  },
+  {
+    name: 'high-rate rules report at most their burst or limit: the 10 µs time slack does not show in remaining',
+    rules: [rules.gcra({ limit: 100, per: 1, name: 'gcra' }), rules.gcra({ limit: 1e6, per: 1_000, name: 'gcra2' })],
+    steps: [c(0, 0, 'k', { remaining: 100 }), c(0, 1, 'k', { allowed: true })],
+  },
+  {
+    name: 'high-rate token and leaky buckets report at most their burst',
+    rules: [rules.tokenBucket({ limit: 100, per: 1, name: 'tb' }), rules.leakyBucket({ limit: 1e6, per: 1_000, name: 'lb' })],
+    steps: [c(0, 0, 'k', { remaining: 100 }), c(0, 0, 'other', { remaining: 100 }), c(10, 1, 'k', { allowed: true })],
+  },
+  {
+    name: 'a high-rate slidingWindow reports at most its limit as the previous window slides out',
+    // windows start at T0 − 0.25; at t = 1 999.745 the previous window weighs 5e-6 (5 units), less than the 10 units
+    // the time slack tolerates at 1e6 per second. (Periods of a few ms would expire the Redis key in real time.)
+    rules: [rules.slidingWindow({ limit: 1e6, per: 1_000, name: 'sw' })],
+    steps: [c(0, 1e6, 'k', { allowed: true, remaining: 0 }), c(1_999.745, 0, 'k', { remaining: 1e6 }), c(1_999.745, 1, 'k', { allowed: true })],
+  },
+  ...ALGORITHMS.map((a): Scenario => ({
+    name: `${a}: the bounds of the range (limit, burst and cost 1e15, per and halfLife 1e12 ms)`,
+    rules: [a === 'earrrl' ? rules.earrrl({ limit: 1e15, per: 1e12, halfLife: 1e12 }) : rules[a]({ limit: 1e15, per: 1e12 })],
+    steps: [c(0, 1e15, 'k', { allowed: true }), c(1, 1e15), c(2, 0), c(3, 0, 'fresh', { allowed: true })],
+  })),
+  ...ALGORITHMS.map((a): Scenario => ({
+    name: `${a} strict: a cost of 1e15 against the smallest limit over the longest period (expiries past any store's reach)`,
+    boundary: true,
+    rules: [a === 'earrrl' ? rules.earrrl({ limit: 1e-6, per: 1e12, halfLife: 1e12 }) : rules[a]({ limit: 1e-6, per: 1e12, accounting: 'strict' })],
+    // earrrl decides on the estimate before the request: a fresh client's first request passes whatever its cost
+    steps: [c(0, 1e15, 'k', { allowed: a === 'earrrl' }), c(1, 1e15, 'k', { allowed: false }), c(2, 0), c(3, 1e-6, 'k', { allowed: false }), c(4, 1e-6, 'fresh', { allowed: true })],
+  })),
+  {
+    name: 'a fixed window of a billion reports a billion − 1 remaining after one request, not a billion',
+    rules: [rules.fixedWindow({ limit: 1e9, per: 3_600_000 })],
+    steps: [c(0, 1, 'k', { allowed: true, remaining: 1e9 - 1 }), c(1, 1, 'k', { allowed: true, remaining: 1e9 - 2 })],
   },
   {
     name: 'keys with braces and escapes are distinct clients',

@@ -1,7 +1,28 @@
 /** The memory store: bounded, least-recently-used eviction, nothing stored for looks, the shared log trimmed. */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { limiter, rules, memoryStore, Log, type MemoryTable } from '../../src/index.js';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
+import fc from 'fast-check';
+import { limiter, rules, memoryStore, Log, type MemoryTable, type RuleConfig } from '../../src/index.js';
+
+setFlagsFromString('--expose-gc');
+const gc = runInNewContext('gc') as () => void;
+
+/** bytesPerKey — heap and array-buffer bytes per key that `fill` keeps (key strings included). */
+function bytesPerKey(n: number, fill: (n: number) => unknown): number {
+  const used = () => {
+    const m = process.memoryUsage();
+    return m.heapUsed + m.arrayBuffers;
+  };
+  gc(); gc();
+  const before = used();
+  const keep = fill(n);
+  gc(); gc();
+  const after = used();
+  assert.ok(keep);
+  return (after - before) / n;
+}
 
 describe('memory store', () => {
   it('keeps at most maxKeys clients and forgets the least recently used one', () => {
@@ -76,5 +97,136 @@ describe('Log', () => {
     log.trim(55, 1000);
     assert.equal(log.size, 4);
     assert.equal(log.since(-1), 4);
+  });
+});
+
+describe('memory store: memory per client', () => {
+  it('a sliding-log client with a few logged requests costs <= 150 bytes (key, Map entry, LRU and log included)', () => {
+    const n = 50_000;
+    for (const [what, policy, per] of [['one slidingLog rule, 3 requests', [rules.slidingLog({ limit: 10, per: '1m' })], 3],
+      ['1/s; 20/min; 800/day, 3 requests', '1/s; 20/min; 800/day', 3]] as const) {
+      const b = bytesPerKey(n, (count) => {
+        const store = memoryStore({ maxKeys: count });
+        const lim = limiter({ rules: policy as string | RuleConfig[], store });
+        for (let i = 0; i < count; i++) for (let k = 0; k < per; k++) lim.checkSync(`user:${i}`, { now: 1_700_000_000_000 + k * 1_000 });
+        return lim;
+      });
+      assert.ok(b <= 150, `${what}: ${b.toFixed(1)} bytes per client`);
+    }
+  });
+
+  it('a log longer than the slot holds gets an array of its own, and goes back into the slot when it is short again', () => {
+    const store = memoryStore({ maxKeys: 10 });
+    const lim = limiter({ rules: [rules.slidingLog({ limit: 100, per: '10s' })], store });
+    const table = store.attach(lim.policy) as unknown as { bigLogs: (Log | undefined)[] };
+    for (let t = 0; t < 50; t++) lim.checkSync('busy', { now: t });
+    for (let t = 0; t < 3; t++) lim.checkSync('calm', { now: t });
+    assert.equal(table.bigLogs.filter((l) => l !== undefined).length, 1);
+    assert.equal(lim.checkSync('busy', { now: 60, cost: 0 }).remaining, 50);
+    assert.equal(lim.checkSync('busy', { now: 10_048 }).remaining, 100 - 2, 'the window (48, 10 048]: the entry at 49 and this one');
+    assert.equal(table.bigLogs.filter((l) => l !== undefined).length, 0);
+    assert.equal(lim.checkSync('calm', { now: 5_000, cost: 0 }).remaining, 97);
+  });
+});
+
+describe('memory store: eviction keeps penalties', () => {
+  const abuse = () => rules.earrrl({ limit: 30, per: '1m', halfLife: '10s' }); // strict by default
+
+  it('a client in penalty survives a flood of 10× maxKeys fresh keys', () => {
+    const maxKeys = 1_000;
+    const store = memoryStore({ maxKeys });
+    const lim = limiter({ rules: [abuse()], store });
+    let t = 1_700_000_000_000;
+    let d = lim.checkSync('abuser', { now: t });
+    while (d.allowed) d = lim.checkSync('abuser', { now: (t += 10) });
+    for (let i = 0; i < 200; i++) d = lim.checkSync('abuser', { now: (t += 10) }); // keeps hammering: strict, the wait grows
+    const wait = d.retryAfter;
+    assert.ok(wait > 10_000, `in penalty for ${wait} ms`);
+    for (let i = 0; i < 10 * maxKeys; i++) lim.checkSync(`fresh:${i}`, { now: t });
+    assert.equal((store.attach(lim.policy) as MemoryTable).size, maxKeys);
+    const after = lim.checkSync('abuser', { now: t, cost: 0 });
+    assert.equal(after.allowed, false, 'the flood did not wipe the penalty');
+    assert.ok(Math.abs(after.retryAfter - wait) < 1e-6 * wait, `retryAfter ${after.retryAfter} vs ${wait}`);
+  });
+
+  it('a client whose penalty is over is forgotten before one that is not in penalty', () => {
+    const store = memoryStore({ maxKeys: 3 });
+    const lim = limiter({ rules: [rules.fixedWindow({ limit: 1, per: '1s' })], store });
+    lim.checkSync('p', { now: 0 });
+    assert.equal(lim.checkSync('p', { now: 1 }).allowed, false); // in penalty until 1 000
+    lim.checkSync('a', { now: 2 });
+    lim.checkSync('b', { now: 3 });
+    lim.checkSync('c', { now: 1_500 }); // p's penalty is over: its slot is taken first, a and b stay
+    assert.equal(lim.checkSync('a', { now: 1_501, cost: 0 }).remaining, 1, 'a: a new window, but still tracked');
+    const table = store.attach(lim.policy) as unknown as { slots: Map<string, number> };
+    assert.deepEqual([...table.slots.keys()].sort(), ['a', 'b', 'c']);
+  });
+
+  it('property: a client in penalty is never admitted early, whatever the other keys do, while the table is not all penalties', () => {
+    // key 0 is the abuser, in half the steps; the others come from a pool larger than the table
+    const step = fc.record({ key: fc.oneof(fc.constant(0), fc.integer({ min: 1, max: 40 })), gap: fc.integer({ min: 0, max: 150 }), cost: fc.constantFrom(0, 1, 1, 2) });
+    fc.assert(fc.property(fc.array(step, { minLength: 1, maxLength: 300 }), fc.integer({ min: 2, max: 8 }), fc.constantFrom<RuleConfig[]>(
+      [rules.tokenBucket({ limit: 3, per: '2s', accounting: 'strict' })],
+      [rules.earrrl({ limit: 3, per: '1s', halfLife: '1s' })],
+      [rules.slidingLog({ limit: 2, per: '1s' }), rules.fixedWindow({ limit: 4, per: '3s' })],
+    ), (steps, maxKeys, policy) => {
+      const lim = limiter({ rules: policy, store: memoryStore({ maxKeys }) });
+      /** penalty — key → the end of its penalty (its last refusal's now + retryAfter), for keys whose last decision refused them */
+      const penalty = new Map<string, number>();
+      let t = 1_700_000_000_000;
+      for (const s of steps) {
+        t += s.gap;
+        const key = s.key === 0 ? 'abuser' : `k${s.key}`;
+        const cost = key === 'abuser' ? 1 : s.cost;
+        const d = lim.checkSync(key, { now: t, cost });
+        const end = penalty.get(key);
+        if (end !== undefined && t < end && cost === 1) assert.equal(d.allowed, false, `${key} admitted ${end - t} ms early`);
+        if (cost > 0 || !d.allowed) {
+          if (!d.allowed && d.reason === 'limited' && cost === 1) penalty.set(key, t + d.retryAfter);
+          else penalty.delete(key);
+        }
+        // the guarantee holds while fewer than maxKeys clients are in penalty: stop once the table could be all penalties
+        let inPenalty = 0;
+        for (const e of penalty.values()) if (e > t) inPenalty++;
+        if (inPenalty >= maxKeys) return;
+      }
+    }), { numRuns: 300 });
+  });
+});
+
+describe('memory store: blocks and exemptions are bounded and reclaimed', () => {
+  it('100 000 short bans (the fail2ban pattern over rotating keys) leave a bounded number of overrides behind', async () => {
+    let now = 1_700_000_000_000;
+    const store = memoryStore({ maxKeys: 1_000 });
+    const lim = limiter({ rules: '5/s', store, clock: { now: () => now } });
+    const table = store.attach(lim.policy) as MemoryTable;
+    for (let i = 0; i < 100_000; i++) {
+      await lim.block(`2001:db8:${i}::/64`, { for: 10 });
+      now += 1;
+      assert.ok(table.overrideCount <= 20, `${table.overrideCount} overrides held after ${i + 1} bans of 10 ms, 1 ms apart`);
+    }
+  });
+
+  it('never holds more than maxKeys overrides; live blocks still hold', async () => {
+    const store = memoryStore({ maxKeys: 100 });
+    const lim = limiter({ rules: '5/s', store });
+    const table = store.attach(lim.policy) as MemoryTable;
+    for (let i = 0; i < 1_000; i++) await lim.block(`k${i}`);
+    assert.equal(table.overrideCount, 100);
+    assert.equal(lim.checkSync('k999').reason, 'blocked');
+    assert.equal(lim.checkSync('k0').reason, 'allowed', 'the longest-standing block made room (the bound is maxKeys)');
+  });
+
+  it('an expired exemption or block is swept even if its key is never seen again', async () => {
+    let now = 1_000;
+    const store = memoryStore({ maxKeys: 100 });
+    const lim = limiter({ rules: '5/s', store, clock: { now: () => now } });
+    const table = store.attach(lim.policy) as MemoryTable;
+    await lim.exempt('a', { for: 10 });
+    await lim.block('b', { for: 10 });
+    now += 20;
+    await lim.block('c', { for: 1_000 });
+    assert.equal(table.overrideCount, 1);
+    assert.equal(lim.checkSync('c').reason, 'blocked');
   });
 });

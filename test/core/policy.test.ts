@@ -170,7 +170,7 @@ describe('validation', () => {
     ['halfLife 0', () => rules.earrrl({ limit: 5, per: '1s', halfLife: 0 }), /earrrl\.halfLife must be a finite duration > 0, got 0/],
     ['accounting', () => rules.exponential({ limit: 5, per: '1s', accounting: 'lenient' as never }), /exponential\.accounting must be 'leaky' or 'strict', got "lenient"/],
     ['name', () => rules.gcra({ limit: 5, per: '1s', name: '' }), /gcra\.name must be a non-empty string/],
-    ['typo', () => rules.gcra({ limit: 5, per: '1s', brust: 3 } as never), /gcra\.brust is not an option of gcra, got 3/],
+    ['typo', () => rules.gcra({ limit: 5, per: '1s', brust: 3 } as never), /gcra\.brust is not an option of gcra \(did you mean `burst`\?\), got 3/],
     ['no rules', () => limiter({ rules: [] }), /rules must be a non-empty array/],
     ['hand-made rule', () => limiter({ rules: [{ algorithm: 'gcra', limit: 1, per: 1000 } as never] }), /rules\[0\] must be made by rules/],
     ['duplicate names', () => limiter({ rules: [rules.gcra({ limit: 5, per: '1s' }), rules.tokenBucket({ limit: 5, per: '1s' })] }), /rules\[1\]\.name "5\/1s" is used by another rule/],
@@ -180,6 +180,36 @@ describe('validation', () => {
     ['store', () => limiter({ rules: '1/s', store: {} as never }), /store must be a ratekeeper store/],
   ];
   for (const [what, fn, re] of bad) it(`rejects ${what} at construction`, () => assert.throws(fn, re));
+  const outOfRange: [string, () => unknown, RegExp][] = [
+    ['a period of 1e15 days', () => rules.fixedWindow({ limit: 5, per: '1000000000000000d' }), /fixedWindow\.per must be at most 1000000000000 ms \(about 31 years\), got "1000000000000000d"/],
+    ['a period over 1e12 ms', () => rules.slidingLog({ limit: 5, per: 1e12 + 1 }), /slidingLog\.per must be at most 1000000000000 ms .*got 1000000000001/],
+    ['a half-life over 1e12 ms', () => rules.earrrl({ limit: 5, per: '1s', halfLife: 2e12 }), /earrrl\.halfLife must be at most 1000000000000 ms .*got 2000000000000/],
+    ['a limit over 1e15', () => rules.gcra({ limit: 2e15, per: '1s' }), /gcra\.limit must be from 0\.000001 to 1000000000000000, got 2000000000000000/],
+    ['a limit under 1e-6', () => rules.tokenBucket({ limit: 1e-7, per: '1s' }), /tokenBucket\.limit must be from 0\.000001 to 1000000000000000, got 1e-7/],
+    ['a burst over 1e15', () => rules.tokenBucket({ limit: 5, per: '1s', burst: 1e16 }), /tokenBucket\.burst must be at most 1000000000000000, got 10000000000000000/],
+  ];
+  for (const [what, fn, re] of outOfRange) it(`rejects ${what} (the documented range)`, () => assert.throws(fn, re));
+
+  it('accepts the bounds of the range', () => {
+    for (const a of ['fixedWindow', 'slidingWindow', 'slidingLog', 'tokenBucket', 'leakyBucket', 'gcra', 'exponential'] as const) {
+      const lim = limiter({ rules: [rules[a]({ limit: 1e15, per: 1e12 })] });
+      assert.equal(lim.checkSync('k', { now: 1e15, cost: 1e15 }).allowed, true, a);
+      assert.equal(limiter({ rules: [rules[a]({ limit: 1e-6, per: 1e12 })] }).checkSync('k', { now: 0, cost: 0 }).allowed, true, a);
+    }
+    assert.equal(limiter({ rules: [rules.earrrl({ limit: 1e15, per: 1e12, halfLife: 1e12 })] }).checkSync('k', { now: 0, cost: 1e15 }).allowed, true);
+  });
+
+  it('rejects a cost over 1e15 and a now outside 0 … 1e15, naming the value, on every call', async () => {
+    const lim = limiter({ rules: [rules.tokenBucket({ limit: 10, per: '1s', accounting: 'strict' })] });
+    assert.throws(() => lim.checkSync('k', { cost: 1e16 }), /ratekeeper: cost must be at most 1000000000000000, got 10000000000000000/);
+    await assert.rejects(lim.check('k', { cost: 1e16 }), (e: Error & { code?: string }) => e.code === 'ERR_ARGUMENT' && /got 10000000000000000/.test(e.message));
+    assert.throws(() => lim.checkSync('k', { now: -1e300 }), /now must be from 0 to 1000000000000000 ms since the epoch, got -1e\+300/);
+    assert.throws(() => lim.checkSync('k', { now: -1 }), /got -1/);
+    assert.throws(() => lim.checkSync('k', { now: 2e15 }), /got 2000000000000000/);
+    await assert.rejects(lim.peek('k', { now: -1e300 }), /now must be from 0/);
+    const d = lim.checkSync('k', { now: 0 });
+    assert.deepEqual([d.allowed, d.remaining], [true, 9], 'none of the misuses charged anything');
+  });
 
   it('rejects bad keys, costs and times at the call, without touching state', async () => {
     const lim = limiter({ rules: [rules.gcra({ limit: 1, per: '1s' })] });

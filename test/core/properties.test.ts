@@ -185,6 +185,30 @@ describe('properties', () => {
     }), { numRuns: 300 });
   });
 
+  it('remaining never exceeds the burst (or the limit), for every algorithm, at any rate', () => {
+    // High rates make the comparisons' 10 µs time slack worth a whole request or more: it must not show in remaining.
+    fc.assert(fc.property(history(3, [1, 1, 2, 0.5, 0], 80), fc.constantFrom(3, 100, 1e4, 1e6), fc.constantFrom(1, 10, 1000), fc.constantFrom<'leaky' | 'strict'>('leaky', 'strict'), fc.integer({ min: 0, max: 7 }), (steps, limit, per, accounting, which) => {
+      const rule = everyRule(limit, per, accounting)[which];
+      // earrrl's burst follows from limit, per and halfLife: 1 + (limit/per)/λ
+      const most = rule.algorithm === 'earrrl' ? Math.floor(limit / per / (Math.LN2 / rule.halfLife) + 1 + 1e-6) : Math.floor(rule.burst + 1e-6);
+      const lim = limiter({ rules: [rule] });
+      let t = T0;
+      assert.ok(lim.checkSync('fresh', { now: t, cost: 0 }).remaining <= most, `${rule.algorithm} fresh`);
+      for (const s of steps) {
+        t += s.gap / 8;
+        const d = lim.checkSync('k', { now: t, cost: s.cost });
+        assert.ok(d.remaining <= most, `${rule.algorithm} ${limit}/${per}ms: remaining ${d.remaining} > ${most}`);
+      }
+    }), { numRuns: 300 });
+  });
+
+  it('remaining of high-rate bucket rules is their burst, and what they admit at once', () => {
+    for (const rule of [rules.gcra({ limit: 1e6, per: '1s' }), rules.gcra({ limit: 100, per: 1 }), rules.tokenBucket({ limit: 100, per: 1 }), rules.leakyBucket({ limit: 100, per: 1 })]) {
+      const lim = limiter({ rules: [rule] });
+      assert.equal(lim.checkSync('k', { now: T0, cost: 0 }).remaining, rule.burst, `${rule.algorithm} ${rule.name}`);
+    }
+  });
+
   it('the façade clamps a clock that steps back', () => {
     let now = 10_000;
     const lim = limiter({ rules: [rules.fixedWindow({ limit: 1, per: '1s' })], clock: { now: () => now } });
@@ -196,3 +220,65 @@ describe('properties', () => {
   });
 });
 
+
+describe('a wall clock that steps, under a monotonic source', () => {
+  const DAY = 86_400_000;
+  /** clock — a wall clock and a monotonic source the test moves by hand. */
+  const steppy = () => {
+    const c = { wall: T0, mono: 5_000, now: () => c.wall, monotonic: () => c.mono };
+    return c;
+  };
+
+  it('a +1 day step, then its correction, neither frees a limited client nor freezes it', () => {
+    const c = steppy();
+    const lim = limiter({ rules: [rules.tokenBucket({ limit: 1, per: '10s' })], clock: c });
+    assert.equal(lim.checkSync('k').allowed, true);
+    const refused = lim.checkSync('k');
+    assert.deepEqual([refused.allowed, refused.retryAfter], [false, 10_000]);
+    c.wall += DAY; // NTP steps a day forward
+    c.mono += 1;
+    const during = lim.checkSync('k');
+    assert.deepEqual([during.allowed, during.retryAfter], [false, 9_999], 'a wall step is not a refill');
+    c.wall -= DAY; // … and is corrected
+    c.mono += 9_999;
+    assert.equal(lim.checkSync('k').allowed, true, 'admitted once the real 10 s have passed, not a day later');
+  });
+
+  it('a step back neither refuses longer nor admits earlier', () => {
+    const c = steppy();
+    const lim = limiter({ rules: [rules.fixedWindow({ limit: 1, per: '1s' })], clock: c });
+    assert.equal(lim.checkSync('k').allowed, true);
+    c.wall -= 3_600_000;
+    c.mono += 10;
+    assert.equal(lim.checkSync('k').allowed, false, 'the same window: still refused');
+    c.mono += 1_000;
+    assert.equal(lim.checkSync('k').allowed, true, 'the next window opens after a real second, not an hour later');
+  });
+
+  it('the denial cache follows the monotonic time too', async () => {
+    const c = steppy();
+    const lim = limiter({ rules: [rules.gcra({ limit: 1, per: '1s' })], clock: c, denialCache: true });
+    assert.equal((await lim.check('k')).allowed, true);
+    assert.equal((await lim.check('k')).allowed, false);
+    assert.equal(lim.denialCache?.size, 1);
+    c.wall -= 3_600_000;
+    c.mono += 1_000;
+    assert.equal((await lim.check('k')).allowed, true, 'the cached refusal ended after its real retryAfter');
+  });
+
+  it('a monotonic source that steps back is clamped all the same', () => {
+    const c = steppy();
+    const lim = limiter({ rules: [rules.fixedWindow({ limit: 1, per: '1s' })], clock: c });
+    assert.equal(lim.checkSync('k').allowed, true);
+    c.mono -= 5_000;
+    assert.equal(lim.checkSync('k').allowed, false);
+  });
+
+  it('the default clock starts at wall time', () => {
+    const lim = limiter({ rules: [rules.fixedWindow({ limit: 1, per: '1d' })] });
+    const d = lim.checkSync('k');
+    const end = Math.floor(Date.now() / 86_400_000) * 86_400_000 + 86_400_000;
+    assert.ok(Math.abs(Date.now() + d.resetAfter - end) < 1_000, 'the window is the wall clock\'s day');
+    assert.throws(() => limiter({ rules: '1/s', clock: { now: Date.now, monotonic: 5 as never } }), /clock\.monotonic must be a function returning ms, got 5/);
+  });
+});

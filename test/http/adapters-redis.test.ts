@@ -1,6 +1,6 @@
 /**
  * test/http/adapters-redis — every scenario of scenarios.ts on every adapter with the Redis store (a real
- * redis-server on a loopback port), and the store's failure policy seen through HTTP: Redis killed mid-run.
+ * redis-server on a loopback port, and a 3-master Redis Cluster), and the store's failure policy seen through HTTP: Redis killed mid-run.
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -8,7 +8,7 @@ import { Redis } from 'ioredis';
 import { limiter, rules } from '../../src/index.js';
 import { redisStore } from '../../src/stores/redis/index.js';
 import { RedisServer } from '../support/redis.js';
-import { uniquePrefix, useRedis } from '../support/redis-suite.js';
+import { uniquePrefix, useCluster, useRedis } from '../support/redis-suite.js';
 import { ADAPTERS, buildExpress, request } from './apps.js';
 import { ManualClock, items, scenarios } from './scenarios.js';
 
@@ -17,6 +17,11 @@ const prefix = (): string => uniquePrefix('http');
 describe('http on a standalone Redis', () => {
   const redis = useRedis();
   for (const [name, build] of ADAPTERS) scenarios(`${name} (redis store)`, build, () => redisStore({ client: redis.client, prefix: prefix(), timeout: 5000 }));
+});
+
+describe('http on a 3-master Redis Cluster', () => {
+  const cluster = useCluster();
+  for (const [name, build] of ADAPTERS) scenarios(`${name} (redis cluster store)`, build, () => redisStore({ client: cluster.client, prefix: prefix(), timeout: 5000 }));
 });
 
 describe('shaping on a Redis shared by two servers (two processes\' worth of middleware)', () => {

@@ -2,7 +2,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { clientKeyDeriver, forwardedFor, parseHop } from '../../src/http/keys.js';
+import { clientKeyDeriver, forwardedFor, parseHop, MAX_FORWARDED_LENGTH } from '../../src/http/keys.js';
 
 const headers = (h: Record<string, string>) => (name: string) => h[name];
 
@@ -73,6 +73,67 @@ describe('clientKeyDeriver', () => {
       assert.equal(from(`${smuggled}, for=203.0.113.9`), '203.0.113.9', smuggled);
     }
     assert.deepEqual(forwardedFor('for="x, for=203.0.113.9'), ['"x', '203.0.113.9']);
+  });
+
+  it('Forwarded is parsed in linear work: 64 KB of stray quotes and escapes reads each character a bounded number of times', () => {
+    const hostile = ['for="\\', 'for="', 'x="a', ' = "', 'for=""', '\\"', ';for="a\\"b'];
+    const native = String.prototype.charCodeAt;
+    for (const piece of hostile) {
+      const value = piece.repeat(Math.ceil(65_536 / piece.length)) + ', for=203.0.113.9';
+      let reads = 0;
+      String.prototype.charCodeAt = function (this: string, i: number) { reads++; return native.call(this, i); };
+      let hops: string[];
+      try {
+        hops = forwardedFor(value);
+      } finally {
+        String.prototype.charCodeAt = native;
+      }
+      assert.ok(reads <= 3 * value.length, `${JSON.stringify(piece)}: ${reads} character reads for ${value.length} characters`);
+      assert.equal(hops[hops.length - 1], '203.0.113.9', JSON.stringify(piece));
+    }
+  });
+
+  it('a Forwarded header over MAX_FORWARDED_LENGTH is junk: the last trusted hop stands for it', () => {
+    const derive = clientKeyDeriver({ trustProxy: ['loopback'], proxyHeader: 'forwarded' });
+    const tail = ', for=203.0.113.9';
+    const fits = 'for=192.0.2.1, '.repeat(Math.floor((MAX_FORWARDED_LENGTH - tail.length) / 15)) + tail.slice(2);
+    assert.ok(fits.length <= MAX_FORWARDED_LENGTH);
+    assert.equal(derive('127.0.0.1', headers({ forwarded: fits })), '203.0.113.9');
+    const big = 'for="'.repeat(13_108) + tail; // 64 KB
+    assert.equal(derive('127.0.0.1', headers({ forwarded: big })), '127.0.0.1');
+  });
+
+  it('the linear Forwarded parser gives what the element-by-element reading of RFC 7239 gives (property)', () => {
+    // reference — the straightforward quadratic reading: a part grows character by character; a quote opens a
+    // quoted-string only right after `=` and only if it closes.
+    const reference = (value: string): string[] => {
+      const out: string[] = [];
+      let i = 0;
+      while (i < value.length) {
+        let j = i;
+        let part = '';
+        for (; j < value.length; j++) {
+          const c = value[j];
+          if (c === '"' && part.trimEnd().endsWith('=')) {
+            let close = -1;
+            for (let k = j + 1; k < value.length; k++) {
+              if (value[k] === '\\') k++;
+              else if (value[k] === '"') { close = k; break; }
+            }
+            if (close !== -1) { part += value.slice(j, close + 1); j = close; continue; }
+          }
+          if (c === ',' || c === ';') break;
+          part += c;
+        }
+        const eq = part.indexOf('=');
+        if (eq !== -1 && part.slice(0, eq).trim().toLowerCase() === 'for') out.push(part.slice(eq + 1).trim());
+        else if (value[j] === ',' && eq === -1 && part.trim() !== '') out.push('');
+        i = j + 1;
+      }
+      return out;
+    };
+    const text = fc.array(fc.constantFrom('for', 'FOR', '=', '"', '\\', ',', ';', ' ', '\t', 'a', '1.2.3.4', '[::1]:80', 'by'), { maxLength: 40 }).map((a) => a.join(''));
+    fc.assert(fc.property(text, (v) => assert.deepEqual(forwardedFor(v), reference(v), JSON.stringify(v))), { numRuns: 3000 });
   });
 
   it('names, single addresses and functions as trustProxy', () => {

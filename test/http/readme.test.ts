@@ -106,7 +106,7 @@ http.Server.prototype.listen = function (...args) {
           assert.equal(res.status, 200);
           assert.equal(body, 'reason: allowed');
           assert.equal(res.headers.get('x-ratelimit-limit'), '5');
-          assert.match(res.headers.get('ratelimit') ?? '', /^"smooth";r=9;t=1$/);
+          assert.match(res.headers.get('ratelimit') ?? '', /^"smooth";r=4;t=1$/);
         },
       },
     };

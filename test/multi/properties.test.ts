@@ -26,7 +26,12 @@ const trafficArb = fc.array(fc.record({ gap: fc.integer({ min: 0, max: 3_000 }),
 
 /** refusedLeavesState — the property, on stores made by `makeStore`. */
 async function refusedLeavesState(makeStore: () => Store, numRuns: number): Promise<void> {
-  await fc.assert(fc.asyncProperty(fc.array(itemArb, { minLength: 2, maxLength: 3 }), trafficArb, async (items, traffic) => {
+  // Two limiters with the same rules share a client's state on Redis (the key is named by the rules, so that a fleet
+  // shares it) but not on the memory store (a table per limiter): such items are one state, not two, and their
+  // compound goes through decide-then-refund, approximate for the exponential limiter (docs/decisions.md).
+  const distinct = (items: { algorithm: string; limit: number; key: string }[]): boolean =>
+    new Set(items.map((it) => `${it.algorithm}/${it.limit}/${it.key}`)).size === items.length;
+  await fc.assert(fc.asyncProperty(fc.array(itemArb, { minLength: 2, maxLength: 3 }).filter(distinct), trafficArb, async (items, traffic) => {
     const store = makeStore();
     const lims: Limiter[] = items.map((it) => limiter({ rules: [rule(it.algorithm, { limit: it.limit })], store }));
     let t = T0;

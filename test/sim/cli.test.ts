@@ -168,7 +168,8 @@ test('simulate --trace: a custom CSV through two limiters, files named after the
 test('help: exit 0 with the usage; no arguments: the usage on stderr and exit 2', async () => {
   const h = await run(['help']);
   assert.equal(h.code, 0);
-  assert.match(h.stdout, /Usage:\n {2}ratekeeper simulate <scenario>/);
+  assert.match(h.stdout, /Usage:\n(?: {2}ratekeeper .*\n)* {2}ratekeeper simulate <scenario>/);
+  assert.match(h.stdout, /Usage:\n {2}ratekeeper serve --config PATH/);
   assert.match(h.stdout, /three-clients-1s/);
   const none = await run([]);
   assert.equal(none.code, 2);

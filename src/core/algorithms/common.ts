@@ -37,6 +37,13 @@ export function countSlack(units: number): number {
 }
 
 /**
+ * MOST_SLACK — what a whole burst or limit is rounded up by before `floor` when it caps `remaining` (cost units):
+ * a burst written as τ/T comes back within a few ulps of itself. The time slack of the comparisons (TIME_SLACK) is
+ * a whole request or more for rules faster than one per 10 µs, and must not show in `remaining` (`r` > `q`).
+ */
+export const MOST_SLACK = 1e-6;
+
+/**
  * NEGLIGIBLE — the fraction of the limit below which a decaying estimate (earrrl, exponential) counts as gone:
  * from then on the state decides exactly as a fresh client's would, so it may be dropped (resetAfter).
  */

@@ -1,4 +1,4 @@
-import { Rule, measured, lag, REL_SLACK, TIME_SLACK, NEGLIGIBLE, floorRemaining, type RuleConfig } from './common.js';
+import { Rule, measured, lag, REL_SLACK, TIME_SLACK, MOST_SLACK, NEGLIGIBLE, floorRemaining, type RuleConfig } from './common.js';
 
 /**
  * Earrrl — the Estimated Average Recent Request Rate Limiter, over CEWMA: a continuous exponentially weighted
@@ -8,7 +8,7 @@ import { Rule, measured, lag, REL_SLACK, TIME_SLACK, NEGLIGIBLE, floorRemaining,
  * impulse of size N that happened `age` ago is N·λ·e^(−λ·age), and impulses add, so the whole history can be
  * folded into one equivalent impulse N at the time T of the last request: on a request at `now`,
  * N ← cost + N·e^(−λ(now − T)) and T ← now. The estimate *before* a request is N·λ·e^(−λ(now − T)); the request
- * is limited when that estimate is over limit/per, whatever its own cost (the seed document's semantics).
+ * is limited when that estimate is over limit/per, whatever its own cost (as the EARRRL write-up defines it).
  *
  * A fresh client may therefore send about 1 + (limit/per)/λ requests at once; a client that keeps sending over
  * the limit never gets a new window: under the default strict accounting every refused attempt is an impulse
@@ -50,7 +50,10 @@ export class Earrrl extends Rule {
   report(s: Float64Array, o: number, now: number): void {
     const d = this.decayed(s, o, now);
     // The j-th further request sees an impulse of d + j − 1 and is admitted while (d + j − 1)·λ <= threshold.
-    measured.remaining = floorRemaining(this.threshold / this.lambda - d + 1, this.slack / this.lambda);
+    const r = floorRemaining(this.threshold / this.lambda - d + 1, this.slack / this.lambda);
+    // at most the fresh burst, 1 + threshold/λ: at high rates the time slack is worth whole requests
+    const most = Math.floor(this.threshold / this.lambda + 1 + MOST_SLACK);
+    measured.remaining = r < most ? r : most;
     const estimate = d * this.lambda;
     const floor = this.threshold * NEGLIGIBLE;
     measured.resetAfter = estimate > floor ? lag(s[o + 1], now) + Math.log(estimate / floor) / this.lambda : 0;

@@ -1,4 +1,4 @@
-import { Rule, measured, lag, countSlack, TIME_SLACK, NEGLIGIBLE, floorRemaining, type RuleConfig } from './common.js';
+import { Rule, measured, lag, countSlack, TIME_SLACK, MOST_SLACK, NEGLIGIBLE, floorRemaining, type RuleConfig } from './common.js';
 
 /** MIN_INTERVAL — Finch's clamp of the interval, in periods, so that two requests in the same instant divide by no zero. */
 const MIN_INTERVAL = 1e-10;
@@ -51,7 +51,9 @@ export class Exponential extends Rule {
     // The first further cost-1 request's average is what next() would compute (max(r, 1) counts a request after a
     // gap in full); each one after it in the same instant adds about 1.
     const first = Exponential.average(s[o], (now - s[o + 1]) / this.config.per, 1);
-    measured.remaining = first <= this.config.limit + this.slack ? floorRemaining(this.config.limit - first, this.slack) + 1 : 0;
+    const left = first <= this.config.limit + this.slack ? floorRemaining(this.config.limit - first, this.slack) + 1 : 0;
+    const most = Math.floor(this.config.limit + MOST_SLACK); // the time slack is whole requests at high rates
+    measured.remaining = left < most ? left : most;
     const floor = this.config.limit * NEGLIGIBLE;
     measured.resetAfter = r > floor ? lag(s[o + 1], now) + this.config.per * Math.log(r / floor) : 0;
   }

@@ -1,4 +1,4 @@
-import { Rule, measured, REL_SLACK, TIME_SLACK, floorRemaining, type RuleConfig } from './common.js';
+import { Rule, measured, REL_SLACK, TIME_SLACK, MOST_SLACK, floorRemaining, type RuleConfig } from './common.js';
 
 /**
  * Gcra — the generic cell rate algorithm: a single time, the theoretical arrival time (TAT) at which the client
@@ -16,12 +16,15 @@ export class Gcra extends Rule {
   private readonly tolerance: number;
   /** slack — tolerance of comparisons, ms. */
   private readonly slack: number;
+  /** most — the most `remaining` can be: the whole burst, never what the time slack adds to it at high rates. */
+  private readonly most: number;
 
   constructor(config: RuleConfig) {
     super(config);
     this.interval = config.per / config.limit;
     this.tolerance = config.burst * this.interval;
     this.slack = this.tolerance * REL_SLACK + TIME_SLACK;
+    this.most = Math.floor(this.tolerance / this.interval + MOST_SLACK);
   }
 
   next(s: Float64Array, o: number, now: number, cost: number, n: Float64Array, no: number): boolean {
@@ -33,7 +36,8 @@ export class Gcra extends Rule {
 
   report(s: Float64Array, o: number, now: number): void {
     const ahead = s[o] - now;
-    measured.remaining = floorRemaining((this.tolerance - (ahead > 0 ? ahead : 0)) / this.interval, this.slack / this.interval);
+    const r = floorRemaining((this.tolerance - (ahead > 0 ? ahead : 0)) / this.interval, this.slack / this.interval);
+    measured.remaining = r < this.most ? r : this.most;
     measured.resetAfter = ahead > 0 ? ahead : 0;
   }
 

@@ -2,35 +2,52 @@ import { countSlack, floorRemaining, type RuleConfig } from './common.js';
 
 /**
  * Log — the admitted (or, under strict accounting, attempted) requests of one client, oldest first: a ring of
- * times and running cost totals, so that the cost in any time window is a difference of two totals found by
+ * (time, running cost total) pairs, so that the cost in any time window is a difference of two totals found by
  * binary search. Times never decrease (a request stamped before the newest entry is filed at the newest time),
  * and requests in the same millisecond share one entry.
+ *
+ * The ring lives in any Float64Array: its own (a standalone log), or a few numbers of a table's slab that the log is
+ * pointed at with {@link Log.view} for one decision (the memory store keeps a short log inline in each client's slot
+ * and gives a longer one an array of its own). It grows on demand by doubling into a new array of its own.
  */
 export class Log {
-  /** times, cums — ring buffers of `cap` entries; entry k (0 = oldest) sits at (head + k) % cap. */
-  private times: Float64Array;
-  private cums: Float64Array;
-  private head = 0;
-  /** size — entries in the log. */
+  /** buf, at, cap — the ring: entry k (0 = oldest) has its time at buf[at + 2·((head + k) mod cap)], its total next. */
+  buf: Float64Array;
+  at = 0;
+  cap: number;
+  /** head — the ring index of the oldest entry (0 … cap − 1). */
+  head = 0;
+  /** size — entries in the log (<= cap). */
   size = 0;
   /** base — the running total before the oldest entry (what the dropped entries summed to). */
-  private base = 0;
+  base = 0;
 
   constructor(capacity = 4) {
-    this.times = new Float64Array(capacity);
-    this.cums = new Float64Array(capacity);
+    this.buf = new Float64Array(2 * capacity);
+    this.cap = capacity;
   }
 
-  private at(k: number): number {
+  /** view — points the log at a ring of `cap` entries at buf[at …] with the given head, size and base. */
+  view(buf: Float64Array, at: number, cap: number, head: number, size: number, base: number): void {
+    this.buf = buf;
+    this.at = at;
+    this.cap = cap;
+    this.head = head;
+    this.size = size;
+    this.base = base;
+  }
+
+  /** slot — the index in buf of entry k's time. */
+  private slot(k: number): number {
     const i = this.head + k;
-    return i < this.times.length ? i : i - this.times.length;
+    return this.at + 2 * (i < this.cap ? i : i - this.cap);
   }
   time(k: number): number {
-    return this.times[this.at(k)];
+    return this.buf[this.slot(k)];
   }
   /** cum — the running total through entry k; cum(−1) is the base. */
   cum(k: number): number {
-    return k < 0 ? this.base : this.cums[this.at(k)];
+    return k < 0 ? this.base : this.buf[this.slot(k) + 1];
   }
   /** total — the running total through the newest entry. */
   get total(): number {
@@ -74,13 +91,13 @@ export class Log {
   push(now: number, cost: number): void {
     const total = this.total;
     if (this.size > 0 && now <= this.newest) {
-      this.cums[this.at(this.size - 1)] = total + cost;
+      this.buf[this.slot(this.size - 1) + 1] = total + cost;
       return;
     }
-    if (this.size === this.times.length) this.grow();
-    const i = this.at(this.size);
-    this.times[i] = now;
-    this.cums[i] = total + cost;
+    if (this.size === this.cap) this.grow();
+    const i = this.slot(this.size);
+    this.buf[i] = now;
+    this.buf[i + 1] = total + cost;
     this.size++;
   }
 
@@ -95,7 +112,8 @@ export class Log {
     while (drop < this.size && total - this.cum(drop) > enough) drop++;
     if (drop === 0) return;
     this.base = this.cum(drop - 1);
-    this.head = this.at(drop);
+    const h = this.head + drop;
+    this.head = h < this.cap ? h : h - this.cap;
     this.size -= drop;
     if (this.size === 0) {
       this.head = 0;
@@ -123,7 +141,7 @@ export class Log {
     if (this.cum(lo - 1) >= target - eps) {
       this.size = lo;
     } else {
-      this.cums[this.at(lo)] = target;
+      this.buf[this.slot(lo) + 1] = target;
       this.size = lo + 1;
     }
     if (this.size === 0) {
@@ -132,16 +150,23 @@ export class Log {
     }
   }
 
-  private grow(): void {
-    const n = this.times.length * 2;
-    const times = new Float64Array(n);
-    const cums = new Float64Array(n);
+  /** copyTo — writes the entries oldest first, unwrapped, at out[at …] (2 numbers each). */
+  copyTo(out: Float64Array, at: number): void {
     for (let k = 0; k < this.size; k++) {
-      times[k] = this.time(k);
-      cums[k] = this.cum(k);
+      const i = this.slot(k);
+      out[at + 2 * k] = this.buf[i];
+      out[at + 2 * k + 1] = this.buf[i + 1];
     }
-    this.times = times;
-    this.cums = cums;
+  }
+
+  /** grow — doubles the capacity into an array of the log's own. */
+  private grow(): void {
+    const cap = this.cap * 2;
+    const buf = new Float64Array(2 * cap);
+    this.copyTo(buf, 0);
+    this.buf = buf;
+    this.at = 0;
+    this.cap = cap;
     this.head = 0;
   }
 }

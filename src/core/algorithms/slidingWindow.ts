@@ -1,4 +1,4 @@
-import { Rule, measured, countSlack, TIME_SLACK, floorRemaining, type RuleConfig } from './common.js';
+import { Rule, measured, countSlack, TIME_SLACK, MOST_SLACK, floorRemaining, type RuleConfig } from './common.js';
 
 /**
  * SlidingWindow — the sliding window counter (Cloudflare's approximation): the previous window's count, weighted
@@ -56,7 +56,9 @@ export class SlidingWindow extends Rule {
   report(s: Float64Array, o: number, now: number): void {
     const estimate = this.roll(s, o, now);
     const per = this.config.per;
-    measured.remaining = floorRemaining(this.config.limit - estimate, this.tolerance);
+    const r = floorRemaining(this.config.limit - estimate, this.tolerance);
+    const most = Math.floor(this.config.limit + MOST_SLACK); // the time slack must not report more than the limit
+    measured.remaining = r < most ? r : most;
     measured.resetAfter = this.curr > 0 ? this.start + 2 * per - now : this.prev > 0 ? this.start + per - now : 0;
   }
 

@@ -1,4 +1,4 @@
-import { Rule, measured, lag, countSlack, TIME_SLACK, floorRemaining, type RuleConfig } from './common.js';
+import { Rule, measured, lag, countSlack, TIME_SLACK, MOST_SLACK, floorRemaining, type RuleConfig } from './common.js';
 
 /**
  * TokenBucket — a bucket of `burst` tokens, refilled continuously at limit/per and starting full; a request takes
@@ -12,11 +12,14 @@ export class TokenBucket extends Rule {
   /** perMs — refill rate, tokens per ms. */
   protected readonly perMs: number;
   protected readonly slack: number;
+  /** most — the most `remaining` can be: the whole burst, never what the time slack adds to it at high rates. */
+  private readonly most: number;
 
   constructor(config: RuleConfig) {
     super(config);
     this.perMs = config.limit / config.per;
     this.slack = countSlack(config.burst) + this.perMs * TIME_SLACK;
+    this.most = Math.floor(config.burst + MOST_SLACK);
   }
 
   /** debt — the debt at `now`, after the refill since the last update. */
@@ -36,7 +39,8 @@ export class TokenBucket extends Rule {
 
   report(s: Float64Array, o: number, now: number): void {
     const d = this.debt(s, o, now);
-    measured.remaining = floorRemaining(this.config.burst - d, this.slack);
+    const r = floorRemaining(this.config.burst - d, this.slack);
+    measured.remaining = r < this.most ? r : this.most;
     measured.resetAfter = d > 0 ? lag(s[o + 1], now) + d / this.perMs : 0;
   }
 

@@ -1,11 +1,14 @@
+import { createRequire } from 'node:module';
 import type { Decision, Override, RuleOutcome } from '../../core/types.js';
 import { Outcome, type Policy } from '../../core/policy.js';
 import { RatekeeperError, show } from '../../core/errors.js';
+import { checkOptions } from '../../core/options.js';
 import { MemoryStore, type MemoryTable } from '../memory.js';
 import type { BoundStore, OverrideRequest, Part, Store } from '../types.js';
 import { Script, compoundScript, hasDelay, hasRate, opScript, policyId, policyScript, refundScript } from './scripts.js';
 import { slotOf, tagSlot } from './slot.js';
 import { NodeRedisAdapter, isNodeRedis } from './node-redis.js';
+import { localClock } from '../../core/clock.js';
 
 /**
  * RedisClient — what the store needs of a client: ioredis's `Redis` and `Cluster` both fit. `status` is read to
@@ -73,6 +76,8 @@ export interface RedisStoreOptions {
   coalesce?: boolean;
 }
 
+const REDIS_STORE_OPTIONS: ReadonlySet<string> = new Set(['client', 'prefix', 'timeout', 'onError', 'maxPending', 'fallbackMaxKeys', 'coalesce']);
+
 /** Corkable — a socket the store can cork for a tick (net.Socket, tls.TLSSocket). */
 interface Corkable {
   cork(): void;
@@ -91,13 +96,17 @@ export class StoreUnavailableError extends Error {
 /**
  * CommandClass — ioredis's Command, when ioredis can be loaded (it is the store's peer dependency): checks are then sent
  * as one Command each through the client's sendCommand, past ioredis's per-call argument handling and auto-pipelining
- * (the store coalesces its own writes, below). Without it, the store calls the client's methods.
+ * (the store coalesces its own writes, below). Without it, the store calls the client's methods. ioredis is CommonJS,
+ * so it is loaded with require: no top-level await, so that CommonJS code can `require('ratekeeper/redis')`.
  */
 type CommandCtor = new (name: string, args: string[], options: { replyEncoding: null; keyPrefix?: string }) => object;
-const CommandClass: CommandCtor | undefined = await import('ioredis').then(
-  (m) => (m as unknown as { Command?: CommandCtor }).Command,
-  () => undefined,
-);
+const CommandClass: CommandCtor | undefined = (() => {
+  try {
+    return (createRequire(import.meta.url)('ioredis') as { Command?: CommandCtor }).Command;
+  } catch {
+    return undefined;
+  }
+})();
 
 /** DOWN — client states in which a command would only wait in the client's offline queue. */
 const DOWN = new Set(['reconnecting', 'close', 'end', 'disconnecting']);
@@ -190,6 +199,7 @@ export class RedisStore implements Store {
 
   constructor(options: RedisStoreOptions) {
     if (typeof options !== 'object' || options === null) throw new RatekeeperError(`redisStore takes an options object like { client }, got ${show(options)}`);
+    checkOptions(options, REDIS_STORE_OPTIONS, 'redisStore');
     const given = typeof options.client === 'object' && options.client !== null ? options.client : undefined;
     const c = (isNodeRedis(given) ? new NodeRedisAdapter(given!) : given) as RedisClient | undefined;
     if (typeof c !== 'object' || c === null || typeof c.evalsha !== 'function' || typeof c.eval !== 'function' || typeof c.callBuffer !== 'function') {
@@ -672,7 +682,7 @@ export class RedisBound implements BoundStore {
 
   /** localNow — the fallback's clock, never stepping back. */
   localNow(): number {
-    const local = Date.now();
+    const local = localClock(); // monotonic, anchored to wall time: a wall-clock step neither freezes nor jumps it
     if (local > this.lastLocal) this.lastLocal = local;
     return this.lastLocal;
   }

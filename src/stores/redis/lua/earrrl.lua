@@ -35,7 +35,7 @@ local estimate = d * $LAMBDA
 local lag = $S2 - now
 if not (lag > 0) then lag = 0 end
 $REM = floor($THR_L - d + 1 + $SLACK_L)
-if not ($REM > 0) then $REM = 0 end
+if not ($REM > 0) then $REM = 0 elseif $REM > floor($THR_L + 1 + 1e-6) then $REM = floor($THR_L + 1 + 1e-6) end
 if allowed or estimate <= $THR_SLACK then $WAIT = 0 else $WAIT = lag + log(estimate / $THRESHOLD) / $LAMBDA end
 if estimate > $FLOOR then $RESET = lag + log(estimate / $FLOOR) / $LAMBDA else $RESET = 0 end
 

@@ -64,6 +64,7 @@ do
     $REM = floor($LIMIT - r1 + $SLACK)
     if not ($REM > 0) then $REM = 0 end
     $REM = $REM + 1
+    if $REM > floor($LIMIT + 1e-6) then $REM = floor($LIMIT + 1e-6) end
   else
     $REM = 0
   end

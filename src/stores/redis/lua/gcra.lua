@@ -28,7 +28,7 @@ if not (tat > now) then tat = now end
 local ahead = $S1 - now
 if not (ahead > 0) then ahead = 0 end
 $REM = floor(($TOLERANCE - ahead) / $INTERVAL + $SLACK_I)
-if not ($REM > 0) then $REM = 0 end
+if not ($REM > 0) then $REM = 0 elseif $REM > floor($TOLERANCE / $INTERVAL + 1e-6) then $REM = floor($TOLERANCE / $INTERVAL + 1e-6) end
 if allowed then
   $WAIT = 0
 else

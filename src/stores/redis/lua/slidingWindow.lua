@@ -42,7 +42,7 @@ $OK = estimate + cost <= $LIMIT + tolerance
 --@@ report
 @roll
 $REM = floor($LIMIT - estimate + tolerance)
-if not ($REM > 0) then $REM = 0 end
+if not ($REM > 0) then $REM = 0 elseif $REM > floor($LIMIT + 1e-6) then $REM = floor($LIMIT + 1e-6) end
 if allowed or estimate + cost <= $LIMIT + tolerance then
   $WAIT = 0
 elseif cost > $LIM_SLACK then

@@ -33,7 +33,7 @@ if not (d > 0) then d = 0 end
 local lag = $S2 - now
 if not (lag > 0) then lag = 0 end
 $REM = floor($BURST - d + $SLACK)
-if not ($REM > 0) then $REM = 0 end
+if not ($REM > 0) then $REM = 0 elseif $REM > floor($BURST + 1e-6) then $REM = floor($BURST + 1e-6) end
 if allowed then
   $WAIT = 0
 else

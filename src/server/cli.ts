@@ -1,0 +1,185 @@
+/**
+ * server/cli — `ratekeeper serve` and `ratekeeper config check`: flags first, then the environment variables of
+ * envoyproxy/ratelimit where one exists, then defaults. Loaded only by these commands (their dependencies — grpc-js,
+ * proto-loader, prom-client, yaml — are not needed by the library).
+ */
+import { parseArgs } from 'node:util';
+import { join } from 'node:path';
+import { show } from '../core/errors.js';
+import { configCheck } from './config/index.js';
+import type { OnStoreError, ServeOptions } from './serve.js';
+
+export const SERVE_HELP = `ratekeeper serve — the rate limit service: Envoy's RLS v3 over gRPC, envoyproxy/ratelimit's POST /json,
+the native POST /v1/check, GET /healthcheck and GET /metrics; state in memory (one instance) or Redis (a fleet)
+
+Usage:
+  ratekeeper serve --config PATH [options]
+
+Options (environment variable used when the flag is absent):
+  --config PATH            a YAML file or a directory of *.yaml        RATEKEEPER_CONFIG, else
+                           (envoyproxy/ratelimit's YAML, plus policies)  $RUNTIME_ROOT/$RUNTIME_SUBDIRECTORY/config
+  --host HOST              the address both listeners bind             HOST                    default: 127.0.0.1
+  --port N                 HTTP port (-1: no HTTP listener)            PORT                    default: 8080
+  --grpc-port N            gRPC port (-1: no gRPC listener)            GRPC_PORT               default: 8081
+  --redis URL              Redis: redis://host:port or host:port       REDIS_URL (with REDIS_TYPE=single)
+  --redis-cluster URLS     Redis Cluster: some nodes, comma-separated  REDIS_URL (with REDIS_TYPE=cluster)
+                           (neither: the embedded memory store, for one instance)
+  --prefix TEXT            Redis key prefix                            CACHE_KEY_PREFIX        default: rk:
+  --on-store-error MODE    when Redis fails: deny, allow, or memory    RATEKEEPER_ON_STORE_ERROR  default: memory
+                           (decide on a local memory store until Redis answers again)
+  --store-timeout MS       ms a Redis call may take                    RATEKEEPER_STORE_TIMEOUT   default: 1000
+  --max-keys N             clients kept by the memory store (and the fallback)                 default: 1000000
+  --response-headers       add RateLimit-Policy, RateLimit and Retry-After to RLS responses
+                                                                       RATE_LIMIT_RESPONSE_HEADERS_ENABLED=true
+  --shadow-mode            decide and count, never refuse              SHADOW_MODE=true
+  --denial-cache           answer a just-refused client locally until its retryAfter (Redis)
+  --help, -h               this text
+
+The configuration is reloaded within a second of a change (a Kubernetes ConfigMap's symlink swap included); a bad
+one is rejected whole, logged and counted, and the previous one keeps serving. SIGTERM and SIGINT stop accepting
+calls, answer those in flight, and exit 0.
+`;
+
+export const CONFIG_HELP = `ratekeeper config check — validates a configuration without serving it
+
+Usage:
+  ratekeeper config check PATH      a YAML file or a directory of *.yaml
+
+Prints a summary and exits 0, or prints every error (file, descriptor path, field and value) and exits 1.
+`;
+
+/** UsageError — bad arguments: exit code 2. */
+export class ServeUsageError extends Error {}
+
+function int(value: string | undefined, what: string, min: number): number | undefined {
+  if (value === undefined || value === '') return undefined;
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < min || n > 65_535 * 1_000_000) throw new ServeUsageError(`${what} must be an integer >= ${min}, got ${show(value)}`);
+  return n;
+}
+
+function port(value: string | undefined, what: string): number | undefined {
+  const n = int(value, what, -1);
+  if (n !== undefined && n > 65_535) throw new ServeUsageError(`${what} must be a port from 0 to 65535 (or -1 for none), got ${show(value)}`);
+  return n;
+}
+
+/** set — an environment variable's value, or undefined when it is unset or empty (an empty variable means unset). */
+function set(value: string | undefined): string | undefined {
+  return value === undefined || value === '' ? undefined : value;
+}
+
+/** nonEmpty — a flag's value, which must not be empty when given. */
+function nonEmpty(value: string | undefined, flag: string): string | undefined {
+  if (value !== undefined && value.trim() === '') throw new ServeUsageError(`${flag} must not be empty`);
+  return value;
+}
+
+function bool(value: string | undefined): boolean | undefined {
+  if (value === undefined || value === '') return undefined;
+  return /^(1|true|yes|on)$/i.test(value);
+}
+
+/** serveOptions — ServeOptions from the flags and the environment (exported for tests). */
+export function serveOptions(argv: string[], env: NodeJS.ProcessEnv): ServeOptions | 'help' {
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args: argv, allowPositionals: false, strict: true,
+      options: {
+        config: { type: 'string' }, host: { type: 'string' }, port: { type: 'string' }, 'grpc-port': { type: 'string' },
+        redis: { type: 'string' }, 'redis-cluster': { type: 'string' }, prefix: { type: 'string' },
+        'on-store-error': { type: 'string' }, 'store-timeout': { type: 'string' }, 'max-keys': { type: 'string' },
+        'response-headers': { type: 'boolean' }, 'shadow-mode': { type: 'boolean' }, 'denial-cache': { type: 'boolean' },
+        help: { type: 'boolean', short: 'h' },
+      },
+    });
+  } catch (e) {
+    throw new ServeUsageError(`${(e as Error).message} (see ratekeeper serve --help)`);
+  }
+  const f = parsed.values;
+  if (f.help) return 'help';
+  let config = nonEmpty(f.config, '--config') ?? set(env.RATEKEEPER_CONFIG);
+  const runtimeRoot = set(env.RUNTIME_ROOT);
+  if (config === undefined && runtimeRoot !== undefined) config = join(runtimeRoot, env.RUNTIME_SUBDIRECTORY ?? '', 'config');
+  if (config === undefined) throw new ServeUsageError('serve needs --config PATH (a YAML file or a directory), or RATEKEEPER_CONFIG, or RUNTIME_ROOT');
+  const onStoreError = (f['on-store-error'] ?? set(env.RATEKEEPER_ON_STORE_ERROR)) as OnStoreError | undefined;
+  if (onStoreError !== undefined && !['deny', 'allow', 'memory'].includes(onStoreError)) {
+    throw new ServeUsageError(`--on-store-error must be deny, allow or memory, got ${show(onStoreError)}`);
+  }
+  let redis = nonEmpty(f.redis, '--redis');
+  let redisCluster = nonEmpty(f['redis-cluster'], '--redis-cluster')?.split(',').map((s) => s.trim()).filter(Boolean);
+  if (redis !== undefined && redisCluster !== undefined) throw new ServeUsageError('give --redis or --redis-cluster, not both');
+  if (redis === undefined && redisCluster === undefined && env.REDIS_URL) {
+    const type = (set(env.REDIS_TYPE) ?? 'single').toLowerCase();
+    if (type === 'cluster') redisCluster = env.REDIS_URL.split(',').map((s) => s.trim()).filter(Boolean);
+    else if (type === 'single') redis = env.REDIS_URL;
+    else throw new ServeUsageError(`REDIS_TYPE must be single or cluster, got ${show(env.REDIS_TYPE)}`);
+  }
+  const timeout = int(f['store-timeout'] ?? env.RATEKEEPER_STORE_TIMEOUT, '--store-timeout', 1);
+  const maxKeys = int(f['max-keys'], '--max-keys', 1);
+  const o: ServeOptions = {
+    config,
+    host: nonEmpty(f.host, '--host') ?? set(env.HOST) ?? '127.0.0.1',
+    port: port(f.port ?? env.PORT, '--port') ?? 8080,
+    grpcPort: port(f['grpc-port'] ?? env.GRPC_PORT, '--grpc-port') ?? 8081,
+    responseHeaders: f['response-headers'] ?? bool(env.RATE_LIMIT_RESPONSE_HEADERS_ENABLED) ?? false,
+    shadowMode: f['shadow-mode'] ?? bool(env.SHADOW_MODE) ?? false,
+    denialCache: f['denial-cache'] ?? false,
+  };
+  if (redis !== undefined) o.redis = redis;
+  if (redisCluster !== undefined) o.redisCluster = redisCluster;
+  const prefix = f.prefix ?? set(env.CACHE_KEY_PREFIX);
+  if (prefix !== undefined) o.prefix = prefix;
+  if (onStoreError !== undefined) o.onStoreError = onStoreError;
+  if (timeout !== undefined) o.storeTimeout = timeout;
+  if (maxKeys !== undefined) o.maxKeys = maxKeys;
+  return o;
+}
+
+/** serveCommand — runs the service until SIGTERM or SIGINT; resolves with the exit code. */
+export async function serveCommand(argv: string[]): Promise<number> {
+  const o = serveOptions(argv, process.env);
+  if (o === 'help') {
+    process.stdout.write(SERVE_HELP);
+    return 0;
+  }
+  // the service's dependencies (grpc-js, prom-client) load only once the flags are known to be good
+  const { startService } = await import('./serve.js');
+  const running = await startService(o);
+  return new Promise((resolve) => {
+    const stop = (signal: string): void => {
+      process.stderr.write(`ratekeeper: ${signal}: draining\n`);
+      running.close().then(
+        () => {
+          process.stderr.write('ratekeeper: stopped\n');
+          resolve(0);
+        },
+        (e: unknown) => {
+          process.stderr.write(`ratekeeper: stopping failed: ${String(e)}\n`);
+          resolve(1);
+        },
+      );
+    };
+    process.once('SIGTERM', () => stop('SIGTERM'));
+    process.once('SIGINT', () => stop('SIGINT'));
+  });
+}
+
+/** configCommand — `ratekeeper config check PATH`. */
+export async function configCommand(argv: string[]): Promise<number> {
+  let parsed;
+  try {
+    parsed = parseArgs({ args: argv, allowPositionals: true, strict: true, options: { help: { type: 'boolean', short: 'h' } } });
+  } catch (e) {
+    throw new ServeUsageError(`${(e as Error).message} (see ratekeeper config --help)`);
+  }
+  if (parsed.values.help) {
+    process.stdout.write(CONFIG_HELP);
+    return 0;
+  }
+  const [sub, path, ...extra] = parsed.positionals;
+  if (sub !== 'check') throw new ServeUsageError(`unknown config command ${show(sub)}: use ratekeeper config check PATH`);
+  if (path === undefined || extra.length > 0) throw new ServeUsageError('config check takes one PATH (a YAML file or a directory)');
+  return configCheck(path, (line) => process.stdout.write(`${line}\n`));
+}

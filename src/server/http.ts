@@ -1,0 +1,278 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { Decision } from '../core/types.js';
+import { RatekeeperError } from '../core/errors.js';
+import { seconds } from '../http/headers.js';
+import { BadRequest, requestFromJson, responseToJson } from './rls.js';
+import { MAX_KEY_LENGTH } from '../limiter.js';
+import { policyKey, type RateLimitService } from './service.js';
+import type { Api, Metrics } from './metrics.js';
+
+/** MAX_BODY — the largest request body read, in bytes (gRPC's default message limit); larger is a 413. */
+export const MAX_BODY = 4 * 1024 * 1024;
+
+/** HttpFrontOptions — what the HTTP listener answers with. */
+export interface HttpFrontOptions {
+  service: RateLimitService;
+  metrics?: Metrics;
+  /** healthy — whether /healthcheck answers 200 now (config loaded, store usable under the failure policy). */
+  healthy: () => boolean | Promise<boolean>;
+  log: (line: string) => void;
+}
+
+/**
+ * HttpFront — the HTTP listener: `POST /json` (envoyproxy/ratelimit's JSON form of ShouldRateLimit), `POST /v1/check`
+ * (the native API), `GET /healthcheck`, `GET /metrics`. Every malformed request is a 4xx naming what is wrong; the
+ * server keeps serving after any request.
+ */
+export class HttpFront {
+  readonly server: Server;
+  /** inFlight — requests being answered (drained on shutdown). */
+  inFlight = 0;
+  port = 0;
+  /** closing — close() was called: every answer from now on closes its connection. */
+  private closing = false;
+
+  constructor(private readonly options: HttpFrontOptions) {
+    this.server = createServer({ keepAliveTimeout: 65_000 }, (req, res) => this.handle(req, res));
+  }
+
+  private handle(req: IncomingMessage, res: ServerResponse): void {
+    // a keep-alive connection that brings a request during the drain is closed after its answer, not kept
+    if (this.closing) res.setHeader('Connection', 'close');
+    const url = req.url ?? '/';
+    const q = url.indexOf('?');
+    const path = q < 0 ? url : url.slice(0, q);
+    switch (path) {
+      case '/json':
+        if (!this.method(req, res, 'POST')) return;
+        this.body(req, res, 'json', (body) => this.json(body, res));
+        return;
+      case '/v1/check':
+        if (!this.method(req, res, 'POST')) return;
+        this.body(req, res, 'check', (body) => this.check(body, res));
+        return;
+      case '/v1/auth':
+        if (!this.method(req, res, 'GET', 'POST', 'HEAD')) return;
+        req.resume();
+        this.auth(req, res);
+        return;
+      case '/healthcheck':
+        if (!this.method(req, res, 'GET', 'HEAD')) return;
+        Promise.resolve()
+          .then(() => this.options.healthy())
+          .then((ok) => ok, () => false)
+          .then((ok) => send(res, ok ? 200 : 500, 'text/plain; charset=utf-8', ok ? 'OK' : 'NOT OK'));
+        return;
+      case '/metrics': {
+        if (!this.method(req, res, 'GET', 'HEAD')) return;
+        const m = this.options.metrics;
+        if (m === undefined) {
+          fail(res, 404, 'path', 'metrics are off');
+          return;
+        }
+        m.text().then((text) => send(res, 200, m.contentType, text), (e: unknown) => fail(res, 500, 'metrics', String(e)));
+        return;
+      }
+      default:
+        fail(res, 404, 'path', `no such endpoint ${JSON.stringify(path)}: POST /json, POST /v1/check, GET /v1/auth, GET /healthcheck, GET /metrics`);
+    }
+  }
+
+  private method(req: IncomingMessage, res: ServerResponse, ...allowed: string[]): boolean {
+    if (allowed.includes(req.method ?? '')) return true;
+    res.setHeader('Allow', allowed.join(', '));
+    fail(res, 405, 'method', `${req.method} is not allowed here; use ${allowed.join(' or ')}`);
+    req.resume();
+    return false;
+  }
+
+  /** body — reads a JSON body (at most MAX_BODY bytes), then answers with `then`; a bad body is a 4xx. */
+  private body(req: IncomingMessage, res: ServerResponse, api: Api, then: (body: unknown) => Promise<void>): void {
+    this.inFlight++;
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let over = false;
+    const finish = (): void => {
+      this.inFlight--;
+    };
+    req.on('data', (c: Buffer) => {
+      size += c.length;
+      if (size > MAX_BODY) {
+        if (!over) {
+          over = true;
+          this.options.metrics?.badRequest(api);
+          res.setHeader('Connection', 'close');
+          fail(res, 413, 'body', `is larger than ${MAX_BODY} bytes`);
+        }
+        return;
+      }
+      chunks.push(c);
+    });
+    req.on('error', () => {
+      if (!over) finish();
+      over = true;
+    });
+    req.on('end', () => {
+      if (over) {
+        finish();
+        return;
+      }
+      let body: unknown;
+      try {
+        body = JSON.parse(Buffer.concat(chunks, size).toString('utf8'));
+      } catch (e) {
+        this.options.metrics?.badRequest(api);
+        fail(res, 400, 'body', `is not JSON: ${(e as Error).message}`);
+        finish();
+        return;
+      }
+      const done = this.options.metrics?.time(api);
+      then(body).then(
+        () => {
+          done?.(String(res.statusCode));
+          finish();
+        },
+        (e: unknown) => {
+          this.failed(res, api, e);
+          done?.(String(res.statusCode));
+          finish();
+        },
+      );
+    });
+  }
+
+  private async json(body: unknown, res: ServerResponse): Promise<void> {
+    const r = await this.options.service.shouldRateLimit(requestFromJson(body));
+    send(res, r.overall_code === 'OVER_LIMIT' ? 429 : r.overall_code === 'OK' ? 200 : 500, 'application/json', JSON.stringify(responseToJson(r)));
+  }
+
+  private async check(body: unknown, res: ServerResponse): Promise<void> {
+    if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new BadRequest('body', 'must be a JSON object { "policy", "key", "cost"? }');
+    const b = body as Record<string, unknown>;
+    for (const k of Object.keys(b)) if (k !== 'policy' && k !== 'key' && k !== 'cost') throw new BadRequest(k, 'is not a field of a check: { "policy", "key", "cost"? }');
+    if (typeof b.policy !== 'string' || b.policy === '') throw new BadRequest('policy', `must be a non-empty string, got ${JSON.stringify(b.policy)}`);
+    if (typeof b.key !== 'string' || b.key === '') throw new BadRequest('key', `must be a non-empty string, got ${JSON.stringify(b.key)}`);
+    const cost = b.cost === undefined ? 1 : b.cost;
+    if (typeof cost !== 'number' || !Number.isFinite(cost) || cost < 0) throw new BadRequest('cost', `must be a finite number >= 0, got ${JSON.stringify(b.cost)}`);
+    checkKey(b.policy, b.key, 'key');
+    const svc = this.options.service;
+    const d = await svc.check(b.policy, b.key, cost);
+    this.decisionHeaders(res, b.policy, d);
+    send(res, d.allowed ? 200 : 429, 'application/json', decisionJson(d));
+  }
+
+  /**
+   * auth — the native check for a proxy's sub-request (nginx `auth_request`): the policy, key and cost come in the
+   * headers `X-Ratekeeper-Policy`, `X-Ratekeeper-Key` and `X-Ratekeeper-Cost` (no body), and the answer is 200 when
+   * admitted and 403 when refused (what auth_request understands), with the RateLimit fields and Retry-After for the
+   * proxy to copy into its 429.
+   */
+  private auth(req: IncomingMessage, res: ServerResponse): void {
+    this.inFlight++;
+    const done = this.options.metrics?.time('check');
+    const h = req.headers;
+    const one = (name: string): string | undefined => {
+      const v = h[name];
+      return Array.isArray(v) ? v[0] : v;
+    };
+    const run = async (): Promise<void> => {
+      const policy = one('x-ratekeeper-policy');
+      const key = one('x-ratekeeper-key');
+      const costText = one('x-ratekeeper-cost');
+      if (policy === undefined || policy === '') throw new BadRequest('X-Ratekeeper-Policy', 'header is missing');
+      if (key === undefined || key === '') throw new BadRequest('X-Ratekeeper-Key', 'header is missing');
+      const cost = costText === undefined ? 1 : Number(costText);
+      if (!Number.isFinite(cost) || cost < 0 || costText?.trim() === '') throw new BadRequest('X-Ratekeeper-Cost', `must be a finite number >= 0, got ${JSON.stringify(costText)}`);
+      checkKey(policy, key, 'X-Ratekeeper-Key');
+      const d = await this.options.service.check(policy, key, cost);
+      this.decisionHeaders(res, policy, d);
+      send(res, d.allowed ? 200 : 403, 'application/json', decisionJson(d));
+    };
+    run().catch((e: unknown) => this.failed(res, 'check', e)).finally(() => {
+      done?.(String(res.statusCode));
+      this.inFlight--;
+    });
+  }
+
+  /** decisionHeaders — RateLimit-Policy, RateLimit and (when refused) Retry-After for a native decision. */
+  private decisionHeaders(res: ServerResponse, policy: string, d: Decision): void {
+    const f = this.options.service.fields(policy, d);
+    if (f !== undefined) {
+      res.setHeader('RateLimit-Policy', f.policy);
+      res.setHeader('RateLimit', f.limit);
+    }
+    if (!d.allowed) {
+      const s = seconds(d.retryAfter);
+      if (s !== undefined) res.setHeader('Retry-After', String(s));
+    }
+  }
+
+  /** failed — a call that threw: a 400 naming the field for bad input, else a 500 (logged). */
+  private failed(res: ServerResponse, api: Api, e: unknown): void {
+    const bad = e instanceof BadRequest || (e instanceof RatekeeperError && e.code === 'ERR_ARGUMENT');
+    if (bad) {
+      this.options.metrics?.badRequest(api);
+      fail(res, 400, e instanceof BadRequest ? e.field : 'body', (e as Error).message);
+    } else {
+      this.options.log(`http: ${api} failed: ${(e as Error)?.stack ?? String(e)}`);
+      fail(res, 500, 'server', (e as Error)?.message ?? String(e));
+    }
+  }
+
+  /** listen — binds host:port (0: any free port) and resolves with the port. */
+  listen(host: string, port: number): Promise<number> {
+    return new Promise((resolve, reject) => {
+      this.server.once('error', reject);
+      this.server.listen(port, host, () => {
+        this.server.off('error', reject);
+        this.port = (this.server.address() as { port: number }).port;
+        resolve(this.port);
+      });
+    });
+  }
+
+  /** close — stops accepting connections, lets requests in flight finish (forced after `graceMs`), then resolves. */
+  close(graceMs = 10_000): Promise<void> {
+    this.closing = true;
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        this.server.closeAllConnections();
+      }, graceMs);
+      timer.unref();
+      this.server.close(() => {
+        clearTimeout(timer);
+        resolve();
+      });
+      this.server.closeIdleConnections();
+      const idle = setInterval(() => this.server.closeIdleConnections(), 50);
+      idle.unref();
+      this.server.once('close', () => clearInterval(idle));
+    });
+  }
+}
+
+/** checkKey — a client key the store can take under its policy's namespace, else a BadRequest naming `field` (not the body). */
+function checkKey(policy: string, key: string, field: string): void {
+  const n = policyKey(policy, key).length;
+  if (n > MAX_KEY_LENGTH) throw new BadRequest(field, `is too long: ${key.length} characters, with the policy's name at most ${MAX_KEY_LENGTH} are accepted`);
+}
+
+/** decisionJson — a Decision as JSON; an infinite wait (a block without end, a cost no rule can ever admit) is null. */
+export function decisionJson(d: Decision): string {
+  // JSON has no Infinity: only a wait can be infinite, so the replacer is needed only then
+  return d.retryAfter === Infinity || d.resetAfter === Infinity || d.rules.some((r) => r.retryAfter === Infinity || r.resetAfter === Infinity)
+    ? JSON.stringify(d, (_k, v: unknown) => (v === Infinity ? null : v))
+    : JSON.stringify(d);
+}
+
+function send(res: ServerResponse, status: number, type: string, body: string): void {
+  if (res.headersSent) return;
+  res.statusCode = status;
+  res.setHeader('Content-Type', type);
+  res.setHeader('Content-Length', Buffer.byteLength(body));
+  res.end(body);
+}
+
+function fail(res: ServerResponse, status: number, field: string, message: string): void {
+  send(res, status, 'application/json', JSON.stringify({ error: message.startsWith(`${field}:`) ? message : `${field}: ${message}`, field }));
+}

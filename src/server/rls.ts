@@ -1,0 +1,164 @@
+/**
+ * rls — Envoy's rate limit service messages (RLS v3) as plain objects, in the field names of the proto
+ * (proto/rls.proto, loaded with keepCase), and their proto3 JSON mapping for `POST /json`.
+ */
+
+/** RlsCode — a descriptor's or the request's verdict. */
+export type RlsCode = 'UNKNOWN' | 'OK' | 'OVER_LIMIT';
+
+/** RlsUnit — envoy's RateLimitUnit names. */
+export type RlsUnit = 'UNKNOWN' | 'SECOND' | 'MINUTE' | 'HOUR' | 'DAY' | 'MONTH' | 'YEAR' | 'WEEK';
+
+/** UNIT_MS — each unit's length as envoy divides time (a month is 30 days, a year 365; windows are aligned to the epoch). */
+export const UNIT_MS: Readonly<Record<Exclude<RlsUnit, 'UNKNOWN'>, number>> = Object.freeze({
+  SECOND: 1000, MINUTE: 60_000, HOUR: 3_600_000, DAY: 86_400_000, WEEK: 604_800_000, MONTH: 2_592_000_000, YEAR: 31_536_000_000,
+});
+
+export interface RlsEntry { key: string; value: string }
+
+export interface RlsDescriptor {
+  entries?: RlsEntry[];
+  /** limit — the request's own limit for this descriptor, replacing the configured one. */
+  limit?: { requests_per_unit?: number; unit?: RlsUnit | number } | null;
+  /** hits_addend — google.protobuf.UInt64Value: what this descriptor's hit costs (unset or 0: the request's). */
+  hits_addend?: { value?: number | string } | null;
+}
+
+export interface RlsRequest {
+  domain?: string;
+  descriptors?: RlsDescriptor[];
+  /** hits_addend — what every descriptor's hit costs (0 or unset: 1). */
+  hits_addend?: number;
+}
+
+export interface RlsRateLimit { name?: string; requests_per_unit: number; unit: RlsUnit }
+
+export interface RlsStatus {
+  code: RlsCode;
+  current_limit?: RlsRateLimit;
+  limit_remaining: number;
+  duration_until_reset?: { seconds: number; nanos: number };
+}
+
+export interface RlsHeader { key: string; value: string }
+
+export interface RlsResponse {
+  overall_code: RlsCode;
+  statuses: RlsStatus[];
+  response_headers_to_add: RlsHeader[];
+}
+
+/** BadRequest — a request the service cannot decide: gRPC INVALID_ARGUMENT, HTTP 400; `field` names what is wrong. */
+export class BadRequest extends Error {
+  constructor(readonly field: string, message: string) {
+    super(`${field}: ${message}`);
+    this.name = 'BadRequest';
+  }
+}
+
+/** duration — ms as a google.protobuf.Duration (whole ms; never negative). */
+export function duration(ms: number): { seconds: number; nanos: number } {
+  const t = ms > 0 ? Math.ceil(ms) : 0;
+  const seconds = Math.floor(t / 1000);
+  return { seconds, nanos: (t - seconds * 1000) * 1_000_000 };
+}
+
+// ---- proto3 JSON (what envoyproxy/ratelimit's /json reads and writes with protojson) ----
+
+const UNITS: readonly RlsUnit[] = ['UNKNOWN', 'SECOND', 'MINUTE', 'HOUR', 'DAY', 'MONTH', 'YEAR', 'WEEK'];
+
+/** pick — a field by its JSON name or its proto name (protojson accepts both). */
+function pick(o: Record<string, unknown>, json: string, proto: string): unknown {
+  return o[json] !== undefined ? o[json] : o[proto];
+}
+
+function isObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+function str(v: unknown, field: string): string {
+  if (v === undefined || v === null) return '';
+  if (typeof v !== 'string') throw new BadRequest(field, `must be a string, got ${JSON.stringify(v)}`);
+  return v;
+}
+
+/** uint — a proto3 JSON unsigned integer: a number or a decimal string. */
+function uint(v: unknown, field: string, max: number): number {
+  if (v === undefined || v === null) return 0;
+  const n = typeof v === 'string' && /^\d+$/.test(v) ? Number(v) : v;
+  if (typeof n !== 'number' || !Number.isInteger(n) || n < 0 || n > max) {
+    throw new BadRequest(field, `must be an integer from 0 to ${max}, got ${JSON.stringify(v)}`);
+  }
+  return n;
+}
+
+function unit(v: unknown, field: string): RlsUnit {
+  if (v === undefined || v === null) return 'UNKNOWN';
+  if (typeof v === 'number' && UNITS[v] !== undefined) return UNITS[v];
+  if (typeof v === 'string' && (UNITS as readonly string[]).includes(v)) return v as RlsUnit;
+  throw new BadRequest(field, `must be one of ${UNITS.join(', ')}, got ${JSON.stringify(v)}`);
+}
+
+/** requestFromJson — a RateLimitRequest from its proto3 JSON form (camelCase or proto field names). */
+export function requestFromJson(body: unknown): RlsRequest {
+  if (!isObject(body)) throw new BadRequest('body', `must be a JSON object (a RateLimitRequest), got ${JSON.stringify(body)?.slice(0, 80)}`);
+  const known = new Set(['domain', 'descriptors', 'hitsAddend', 'hits_addend']);
+  for (const k of Object.keys(body)) if (!known.has(k)) throw new BadRequest(k, 'is not a field of RateLimitRequest');
+  const domain = str(body.domain, 'domain');
+  const raw = body.descriptors ?? [];
+  if (!Array.isArray(raw)) throw new BadRequest('descriptors', 'must be an array');
+  const descriptors = raw.map((d: unknown, i: number): RlsDescriptor => {
+    const at = `descriptors[${i}]`;
+    if (!isObject(d)) throw new BadRequest(at, 'must be an object');
+    for (const k of Object.keys(d)) if (!['entries', 'limit', 'hitsAddend', 'hits_addend'].includes(k)) throw new BadRequest(`${at}.${k}`, 'is not a field of RateLimitDescriptor');
+    const es = d.entries ?? [];
+    if (!Array.isArray(es)) throw new BadRequest(`${at}.entries`, 'must be an array');
+    const entries = es.map((e: unknown, j: number) => {
+      if (!isObject(e)) throw new BadRequest(`${at}.entries[${j}]`, 'must be an object { key, value }');
+      return { key: str(e.key, `${at}.entries[${j}].key`), value: str(e.value, `${at}.entries[${j}].value`) };
+    });
+    const out: RlsDescriptor = { entries };
+    if (d.limit !== undefined && d.limit !== null) {
+      if (!isObject(d.limit)) throw new BadRequest(`${at}.limit`, 'must be an object { requestsPerUnit, unit }');
+      out.limit = {
+        requests_per_unit: uint(pick(d.limit, 'requestsPerUnit', 'requests_per_unit'), `${at}.limit.requestsPerUnit`, 0xffffffff),
+        unit: unit(d.limit.unit, `${at}.limit.unit`),
+      };
+    }
+    const h = pick(d, 'hitsAddend', 'hits_addend');
+    // google.protobuf.UInt64Value's JSON form is the bare number (or string); an object { value } is accepted too
+    if (h !== undefined && h !== null) out.hits_addend = { value: uint(isObject(h) ? h.value : h, `${at}.hitsAddend`, Number.MAX_SAFE_INTEGER) };
+    return out;
+  });
+  return { domain, descriptors, hits_addend: uint(pick(body, 'hitsAddend', 'hits_addend'), 'hitsAddend', 0xffffffff) };
+}
+
+/** durationJson — a Duration's proto3 JSON: seconds with up to 9 fractional digits and an `s`. */
+function durationJson(d: { seconds: number; nanos: number }): string {
+  if (d.nanos === 0) return `${d.seconds}s`;
+  return `${d.seconds}.${String(d.nanos).padStart(9, '0').replace(/0+$/, '')}s`;
+}
+
+/** responseToJson — a RateLimitResponse in proto3 JSON as protojson writes it (default values left out). */
+export function responseToJson(r: RlsResponse): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  if (r.overall_code !== 'UNKNOWN') out.overallCode = r.overall_code;
+  if (r.statuses.length > 0) {
+    out.statuses = r.statuses.map((s) => {
+      const o: Record<string, unknown> = {};
+      if (s.code !== 'UNKNOWN') o.code = s.code;
+      if (s.current_limit !== undefined) {
+        const l: Record<string, unknown> = {};
+        if (s.current_limit.name) l.name = s.current_limit.name;
+        if (s.current_limit.requests_per_unit) l.requestsPerUnit = s.current_limit.requests_per_unit;
+        if (s.current_limit.unit !== 'UNKNOWN') l.unit = s.current_limit.unit;
+        o.currentLimit = l;
+      }
+      if (s.limit_remaining) o.limitRemaining = s.limit_remaining;
+      if (s.duration_until_reset !== undefined) o.durationUntilReset = durationJson(s.duration_until_reset);
+      return o;
+    });
+  }
+  if (r.response_headers_to_add.length > 0) out.responseHeadersToAdd = r.response_headers_to_add.map((h) => ({ key: h.key, value: h.value }));
+  return out;
+}

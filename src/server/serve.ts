@@ -1,0 +1,196 @@
+import { memoryStore } from '../stores/memory.js';
+import type { Store } from '../stores/types.js';
+import { RatekeeperError, show } from '../core/errors.js';
+import { loadConfig } from './config/index.js';
+import { RateLimitService } from './service.js';
+import { Metrics } from './metrics.js';
+import { HttpFront } from './http.js';
+import { GrpcFront } from './grpc.js';
+import { ConfigWatcher } from './reload.js';
+
+/** OnStoreError — the failure policy when Redis does not answer (the Redis store's `onError`). */
+export type OnStoreError = 'deny' | 'allow' | 'memory';
+
+/** ServeOptions — one service process. Ports of 0 pick free ones; a port of -1 turns that listener off. */
+export interface ServeOptions {
+  /** config — a YAML file or a directory of them. */
+  config: string;
+  host?: string;
+  /** port — HTTP (/json, /v1/check, /healthcheck, /metrics). @default 8080 */
+  port?: number;
+  /** grpcPort — Envoy's RLS v3. @default 8081 */
+  grpcPort?: number;
+  /** redis — a Redis URL (redis://host:port or host:port); redisCluster — the URLs of some cluster nodes. Neither: memory. */
+  redis?: string;
+  redisCluster?: string[];
+  /** prefix — the Redis key prefix. @default 'rk:' */
+  prefix?: string;
+  onStoreError?: OnStoreError;
+  /** storeTimeout — ms a Redis call may take before the failure policy answers. @default 1000 */
+  storeTimeout?: number;
+  /** maxKeys — the memory store's bound (and the fallback's). */
+  maxKeys?: number;
+  responseHeaders?: boolean;
+  shadowMode?: boolean;
+  denialCache?: boolean;
+  /** reloadPollMs — how often the configuration files are looked at. @default 250 */
+  reloadPollMs?: number;
+  log?: (line: string) => void;
+}
+
+/** Running — a started service. */
+export interface Running {
+  service: RateLimitService;
+  metrics: Metrics;
+  httpPort: number | undefined;
+  grpcPort: number | undefined;
+  /** reload — loads the configuration now (what the watcher does on a change); rejects when it is bad. */
+  reload(): Promise<void>;
+  /** close — stops accepting calls, answers those in flight, closes the store's connections. */
+  close(): Promise<void>;
+}
+
+/** startService — loads the configuration, connects the store and opens the listeners; logs one line per listener. */
+export async function startService(options: ServeOptions): Promise<Running> {
+  const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
+  const host = options.host ?? '127.0.0.1';
+  const metrics = new Metrics();
+  const cfg = await loadConfig(options.config).catch((e: unknown) => {
+    metrics.configLoaded(false);
+    throw e;
+  });
+  metrics.configLoaded(true, cfg.loadedAt);
+  const { store, close: closeStore, healthy: storeHealthy } = await openStore(options, log);
+  const service = new RateLimitService({
+    store, metrics, responseHeaders: options.responseHeaders, shadowMode: options.shadowMode, denialCache: options.denialCache,
+  });
+  service.setConfig(cfg);
+  log(`ratekeeper: config ${options.config}: ${cfg.files.length} file(s), ${cfg.domains.length} domain(s), ${cfg.limits.length} limit(s), ${cfg.policies.size} polic${cfg.policies.size === 1 ? 'y' : 'ies'}`);
+
+  const reload = async (): Promise<void> => {
+    try {
+      const next = await loadConfig(options.config);
+      const { kept, fresh } = service.setConfig(next);
+      metrics.configLoaded(true, next.loadedAt);
+      log(`ratekeeper: config reloaded: ${next.limits.length} limit(s), ${next.policies.size} policies; ${kept} kept their state, ${fresh} start fresh`);
+    } catch (e) {
+      metrics.configLoaded(false);
+      throw e;
+    }
+  };
+  const watcher = new ConfigWatcher({ path: options.config, reload, pollMs: options.reloadPollMs, log });
+  await watcher.start();
+
+  let http: HttpFront | undefined;
+  let grpcFront: GrpcFront | undefined;
+  try {
+    if ((options.port ?? 8080) >= 0) {
+      http = new HttpFront({ service, metrics, healthy: storeHealthy, log });
+      const p = await http.listen(host, options.port ?? 8080);
+      log(`ratekeeper: http listening on ${hostPort(host, p)} (POST /json, POST /v1/check, GET /healthcheck, GET /metrics)`);
+    }
+    if ((options.grpcPort ?? 8081) >= 0) {
+      grpcFront = new GrpcFront(service, metrics, log);
+      const p = await grpcFront.listen(host, options.grpcPort ?? 8081);
+      log(`ratekeeper: grpc listening on ${hostPort(host, p)} (envoy.service.ratelimit.v3.RateLimitService)`);
+    }
+  } catch (e) {
+    watcher.close();
+    await http?.close(0);
+    await grpcFront?.close(0);
+    await closeStore();
+    throw e;
+  }
+  let closing: Promise<void> | undefined;
+  return {
+    service, metrics, reload,
+    httpPort: http?.port, grpcPort: grpcFront?.port,
+    close: () => (closing ??= (async () => {
+      watcher.close();
+      await Promise.all([http?.close(), grpcFront?.close()]);
+      await closeStore();
+    })()),
+  };
+}
+
+function hostPort(host: string, port: number): string {
+  return host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`;
+}
+
+/** openStore — the memory store, or a Redis store on an ioredis client the service owns (and closes). */
+async function openStore(options: ServeOptions, log: (line: string) => void): Promise<{ store: Store; close: () => Promise<void>; healthy: () => boolean | Promise<boolean> }> {
+  if (options.redis === undefined && (options.redisCluster === undefined || options.redisCluster.length === 0)) {
+    const store = memoryStore(options.maxKeys === undefined ? {} : { maxKeys: options.maxKeys });
+    return { store, close: async () => store.close(), healthy: () => true };
+  }
+  const ioredis = await import('ioredis').catch(() => {
+    throw new RatekeeperError('serve: --redis needs the ioredis package: npm install ioredis');
+  });
+  const { redisStore } = await import('../stores/redis/index.js');
+  const common = { maxRetriesPerRequest: 1, enableOfflineQueue: true, lazyConnect: false };
+  let client: InstanceType<typeof ioredis.Redis> | InstanceType<typeof ioredis.Cluster>;
+  if (options.redisCluster !== undefined && options.redisCluster.length > 0) {
+    const nodes = options.redisCluster.map((u) => parseRedisUrl(u, '--redis-cluster'));
+    client = new ioredis.Cluster(nodes.map((n) => ({ host: n.host, port: n.port })), {
+      redisOptions: { ...common, password: nodes[0].password, username: nodes[0].username },
+    });
+  } else {
+    const n = parseRedisUrl(options.redis!, '--redis');
+    client = new ioredis.Redis({ ...common, host: n.host, port: n.port, password: n.password, username: n.username, db: n.db });
+  }
+  let lastLogged = 0;
+  client.on('error', (e: Error) => {
+    const now = Date.now();
+    if (now - lastLogged > 5000) {
+      lastLogged = now;
+      log(`ratekeeper: redis: ${e.message}`);
+    }
+  });
+  const onError = options.onStoreError ?? 'memory';
+  const store = redisStore({ client, prefix: options.prefix, onError, timeout: options.storeTimeout, fallbackMaxKeys: options.maxKeys });
+  return {
+    store,
+    close: async () => {
+      await store.close?.();
+      client.disconnect();
+    },
+    // unhealthy only when the store is unreachable and the failure policy refuses everything: disconnected, or
+    // connected but not answering a PING within the store timeout (a hung server keeps its connections open)
+    healthy: async () => {
+      if (onError !== 'deny') return true;
+      if (client.status !== 'ready') return false;
+      let timer: NodeJS.Timeout | undefined;
+      const late = new Promise<boolean>((resolve) => {
+        timer = setTimeout(() => resolve(false), options.storeTimeout ?? 1000);
+        timer.unref();
+      });
+      try {
+        return await Promise.race([client.ping().then(() => true, () => false), late]);
+      } finally {
+        clearTimeout(timer);
+      }
+    },
+  };
+}
+
+/** parseRedisUrl — `redis://[user:pass@]host:port[/db]` or envoy's `host:port`. */
+export function parseRedisUrl(url: string, flag: string): { host: string; port: number; username?: string; password?: string; db?: number } {
+  const text = /^[a-z]+:\/\//i.test(url) ? url : `redis://${url}`;
+  let u: URL;
+  try {
+    u = new URL(text);
+  } catch {
+    throw new RatekeeperError(`serve: ${flag} must be a Redis URL like redis://127.0.0.1:6379 or 127.0.0.1:6379, got ${show(url)}`);
+  }
+  if (u.protocol !== 'redis:') throw new RatekeeperError(`serve: ${flag} must use redis:// (rediss:// is not supported yet), got ${show(url)}`);
+  const port = u.port === '' ? 6379 : Number(u.port);
+  const out: { host: string; port: number; username?: string; password?: string; db?: number } = { host: u.hostname.replace(/^\[|\]$/g, ''), port };
+  if (u.username) out.username = decodeURIComponent(u.username);
+  if (u.password) out.password = decodeURIComponent(u.password);
+  if (u.pathname.length > 1) {
+    const db = Number(u.pathname.slice(1));
+    if (!Number.isInteger(db) || db < 0) throw new RatekeeperError(`serve: ${flag} database must be an integer, got ${show(u.pathname.slice(1))}`);
+    out.db = db;
+  }
+  return out;
+}

@@ -1,0 +1,380 @@
+import type { Decision } from '../core/types.js';
+import type { RuleConfig } from '../core/algorithms/common.js';
+import { Limiter, MAX_KEY_LENGTH } from '../limiter.js';
+import { checkAll, checkAllSync, type CheckAllItem } from '../multi.js';
+import { MemoryStore } from '../stores/memory.js';
+import type { Store } from '../stores/types.js';
+import { LimitFieldWriter, policyField, seconds } from '../http/headers.js';
+import type { LimitSpec, Match, NativePolicy, RequestOverride, ServiceConfig } from './config/types.js';
+import { BadRequest, UNIT_MS, duration, type RlsDescriptor, type RlsRequest, type RlsResponse, type RlsStatus, type RlsUnit } from './rls.js';
+import type { Metrics } from './metrics.js';
+
+/** ServiceOptions — what the service decides with. */
+export interface ServiceOptions {
+  /** store — shared by every limit: the memory store (one instance) or a Redis store (a fleet). */
+  store: Store;
+  /** responseHeaders — add the IETF RateLimit-Policy / RateLimit fields (and Retry-After) to RLS responses. @default false */
+  responseHeaders?: boolean;
+  /** shadowMode — every limit decides and reports, but nothing is refused (envoy's global shadow mode). @default false */
+  shadowMode?: boolean;
+  /** denialCache — the library's local cache of refusals, per limit (where it is exact). @default false */
+  denialCache?: boolean;
+  /** metrics — where decisions are counted. */
+  metrics?: Metrics;
+  /**
+   * clock — when given, every decision is made at its `now()` (ms) instead of the store's clock (Redis TIME, or the
+   * limiter's): tests and replays. @default the store's clock
+   */
+  clock?: { now(): number };
+}
+
+/** Runtime — one configured limit or policy, live: its limiter and what its decisions are reported as. */
+interface Runtime {
+  limiter: Limiter;
+  /** policyField — the RateLimit-Policy field of the limiter's rules (serialized once); writer — its RateLimit field. */
+  policyField: string;
+  writer: LimitFieldWriter;
+  /** fingerprint — the rules' identity: a reload that keeps it keeps the limiter, and so every client's state. */
+  fingerprint: string;
+}
+
+/** MAX_OVERRIDES — request-supplied limits (descriptor.limit) kept as limiters at once; past it the oldest is dropped. */
+const MAX_OVERRIDES = 1024;
+const MAX_UINT32 = 0xffffffff;
+/** NEAR_LIMIT_RATIO — envoy's: a hit past this share of the limit counts as near the limit in the metrics. */
+export const NEAR_LIMIT_RATIO = 0.8;
+
+/** Plan — a request's descriptors: the statuses answered already, and the items still to decide. */
+interface Plan {
+  domain: string;
+  statuses: RlsStatus[];
+  live: Item[];
+  /** refused — a descriptor refused it already (a deny-all limit): the live items are only looked at. */
+  refused: boolean;
+}
+
+function remainingOf(d: Decision): number {
+  return Math.min(MAX_UINT32, Math.max(0, Math.floor(d.remaining)));
+}
+
+/** Item — one descriptor to decide. */
+interface Item {
+  index: number;
+  limiter: Limiter;
+  rt: Runtime;
+  key: string;
+  cost: number;
+  spec: LimitSpec | undefined;
+  report: { name?: string; requests_per_unit: number; unit: RlsUnit };
+  metricKey: string;
+}
+
+/**
+ * RateLimitService — the transport-neutral service: one configuration (swapped whole on reload), one store, a
+ * limiter per configured limit and native policy. `shouldRateLimit` answers Envoy's RLS (gRPC and /json), `check`
+ * the native API (/v1/check). Both decide through the library: no rule logic here.
+ */
+export class RateLimitService {
+  readonly store: Store;
+  private readonly options: ServiceOptions;
+  private cfg: ServiceConfig | undefined;
+  /** limits — by LimitSpec id; policies — by native policy name. Rebuilt on every config, reusing same-fingerprint limiters. */
+  private limits = new Map<string, Runtime>();
+  private policies = new Map<string, Runtime>();
+  /** overrides — limiters for request-supplied limits, by their LimitSpec id; insertion order is age, at most MAX_OVERRIDES. */
+  private readonly overrides = new Map<string, Runtime>();
+
+  /** sync — the store answers synchronously (the memory store): decisions are made without a promise per descriptor. */
+  private readonly sync: boolean;
+
+  constructor(options: ServiceOptions) {
+    this.options = options;
+    this.store = options.store;
+    this.sync = options.store instanceof MemoryStore;
+  }
+
+  /** config — the configuration in force, or undefined before the first load. */
+  get config(): ServiceConfig | undefined {
+    return this.cfg;
+  }
+
+  /**
+   * setConfig — puts a new configuration in force, at once and whole. A limit or policy whose rules did not change
+   * keeps its limiter, and with it every client's state; the others start fresh.
+   */
+  setConfig(cfg: ServiceConfig): { kept: number; fresh: number } {
+    let kept = 0;
+    let fresh = 0;
+    const limits = new Map<string, Runtime>();
+    for (const spec of cfg.limits) {
+      if (spec.unlimited || spec.rules.length === 0) continue;
+      const old = this.limits.get(spec.id);
+      const fp = `${spec.fingerprint}|${spec.shadowMode}`;
+      if (old !== undefined && old.fingerprint === fp) {
+        limits.set(spec.id, old);
+        kept++;
+      } else {
+        limits.set(spec.id, this.runtime(spec.rules, spec.shadowMode, fp));
+        fresh++;
+      }
+    }
+    const policies = new Map<string, Runtime>();
+    for (const p of cfg.policies.values()) {
+      const old = this.policies.get(p.name);
+      const fp = `${p.fingerprint}|${p.dryRun}`;
+      if (old !== undefined && old.fingerprint === fp) {
+        policies.set(p.name, old);
+        kept++;
+      } else {
+        policies.set(p.name, this.runtime(p.rules, p.dryRun, fp));
+        fresh++;
+      }
+    }
+    this.limits = limits;
+    this.policies = policies;
+    this.cfg = cfg;
+    return { kept, fresh };
+  }
+
+  private runtime(rules: readonly RuleConfig[], dryRun: boolean, fingerprint: string): Runtime {
+    const limiter = new Limiter({ rules: [...rules], store: this.store, dryRun: dryRun || this.options.shadowMode === true, denialCache: this.options.denialCache === true });
+    return { limiter, fingerprint, policyField: policyField(limiter.policy.rules, undefined), writer: new LimitFieldWriter(limiter.policy.rules) };
+  }
+
+  /** headers — the RateLimit-Policy and RateLimit fields of a native policy's decision. */
+  fields(policyName: string, d: Decision): { policy: string; limit: string } | undefined {
+    const r = this.policies.get(policyName);
+    return r === undefined ? undefined : { policy: r.policyField, limit: r.writer.write(d) };
+  }
+
+  /** limiters — every live limiter by a readable name (`domain:<limit id>`, `policy:<name>`), for the operators' view. */
+  *limiters(): Iterable<[string, Limiter]> {
+    for (const [id, r] of this.limits) yield [`limit:${id}`, r.limiter];
+    for (const [name, r] of this.policies) yield [`policy:${name}`, r.limiter];
+  }
+
+  /** policy — a native policy's limiter and configuration, or undefined. */
+  policy(name: string): { limiter: Limiter; spec: NativePolicy } | undefined {
+    const r = this.policies.get(name);
+    const spec = this.cfg?.policies.get(name);
+    return r === undefined || spec === undefined ? undefined : { limiter: r.limiter, spec };
+  }
+
+  /**
+   * check — the native API: one request of `key` under the named policy. The store key is namespaced by the policy's
+   * name, so two policies never share a client's state. Throws BadRequest for an unknown policy or a bad key or cost.
+   */
+  check(policyName: string, key: string, cost: number): Promise<Decision> {
+    const p = this.policies.get(policyName);
+    if (p === undefined) {
+      const names = [...this.policies.keys()];
+      return Promise.reject(new BadRequest('policy', `no policy ${JSON.stringify(policyName)} is configured${names.length ? ` (configured: ${names.slice(0, 20).map((n) => JSON.stringify(n)).join(', ')})` : ''}`));
+    }
+    const clock = this.options.clock;
+    const options = clock === undefined ? { cost } : { cost, now: clock.now() };
+    const count = (d: Decision): Decision => {
+      this.options.metrics?.decision('policy', policyName, d, cost);
+      return d;
+    };
+    try {
+      if (this.sync && p.limiter.denialCache === undefined) return Promise.resolve(count(p.limiter.checkSync(policyKey(policyName, key), options)));
+      return p.limiter.check(policyKey(policyName, key), options).then(count);
+    } catch (e) {
+      return Promise.reject(e);
+    }
+  }
+
+  /**
+   * shouldRateLimit — Envoy's ShouldRateLimit: every descriptor of the request decided all-or-nothing. Rejects with
+   * BadRequest for a request it cannot decide (nothing is charged then).
+   */
+  shouldRateLimit(req: RlsRequest): Promise<RlsResponse> {
+    try {
+      const plan = this.plan(req);
+      if (plan.live.length === 0) return Promise.resolve(this.finish(plan, []));
+      const now = this.options.clock?.now();
+      const opts = now === undefined ? undefined : { now };
+      const parts = plan.refused
+        // refused already (a requests_per_unit: 0 limit): the others are looked at, not charged
+        ? plan.live.map((it) => ({ limiter: it.limiter, key: it.key, cost: 0 }))
+        : plan.live.map(toCheck);
+      if (this.sync) return Promise.resolve(this.finish(plan, checkAllSync(parts, opts).decisions));
+      return checkAll(parts, opts).then((r) => this.finish(plan, r.decisions));
+    } catch (e) {
+      return Promise.reject(e);
+    }
+  }
+
+  /** plan — what a request asks: each descriptor matched to its limit, or answered already (no limit, unlimited, deny-all). */
+  private plan(req: RlsRequest): Plan {
+    const cfg = this.cfg;
+    const domain = req.domain ?? '';
+    if (domain === '') throw new BadRequest('domain', 'must not be empty');
+    const descriptors = req.descriptors ?? [];
+    if (descriptors.length === 0) throw new BadRequest('descriptors', 'must not be empty');
+    const base = req.hits_addend !== undefined && req.hits_addend > 0 ? req.hits_addend : 1;
+    const statuses = new Array<RlsStatus>(descriptors.length);
+    const items: Item[] = [];
+    let replacing: Set<string> | undefined;
+    let denied: { index: number; name: string | undefined }[] | undefined;
+    const known = cfg !== undefined && cfg.hasDomain(domain);
+    for (let i = 0; i < descriptors.length; i++) {
+      const d = descriptors[i];
+      const entries = d.entries ?? [];
+      const cost = hits(d, base, i);
+      const own = d.limit !== undefined && d.limit !== null;
+      let m: Match | undefined;
+      if (own) {
+        const o = overrideOf(d, i);
+        if (known) m = cfg.override(domain, entries, o);
+      } else if (known) {
+        m = cfg.match(domain, entries);
+      }
+      if (m === undefined) {
+        statuses[i] = { code: 'OK', limit_remaining: 0 };
+        continue;
+      }
+      const spec = m.limit;
+      if (spec.replaces.length > 0) for (const r of spec.replaces) (replacing ??= new Set()).add(r);
+      if (spec.unlimited) {
+        statuses[i] = { code: 'OK', limit_remaining: MAX_UINT32 };
+        continue;
+      }
+      if (spec.denyAll) {
+        // requests_per_unit 0: every hit is over (envoy's "black list"); not charged, so nothing to decide
+        statuses[i] = { code: spec.shadowMode ? 'OK' : 'OVER_LIMIT', current_limit: reportOf(spec), limit_remaining: 0, duration_until_reset: duration(windowLeft(spec, this.options.clock?.now() ?? Date.now())) };
+        (denied ??= []).push({ index: i, name: spec.name });
+        continue;
+      }
+      const rt = own ? this.overrideRuntime(spec) : this.limits.get(spec.id);
+      if (rt === undefined) {
+        statuses[i] = { code: 'OK', limit_remaining: 0 };
+        continue;
+      }
+      if (m.key.length > MAX_KEY_LENGTH) throw new BadRequest(`descriptors[${i}].entries`, `make a key of ${m.key.length} characters; at most ${MAX_KEY_LENGTH} are accepted`);
+      items.push({ index: i, limiter: rt.limiter, rt, key: m.key, cost, spec, report: reportOf(spec), metricKey: m.metricKey });
+    }
+    let live = items;
+    if (replacing !== undefined) {
+      const r = replacing;
+      live = [];
+      for (const it of items) {
+        if (it.spec?.name !== undefined && r.has(it.spec.name)) statuses[it.index] = { code: 'OK', limit_remaining: 0 };
+        else live.push(it);
+      }
+      if (denied !== undefined) for (const x of denied) if (x.name !== undefined && r.has(x.name)) statuses[x.index] = { code: 'OK', limit_remaining: 0 };
+    }
+    let refused = false;
+    for (const s of statuses) if (s !== undefined && s.code === 'OVER_LIMIT') refused = true;
+    return { domain, statuses, live, refused };
+  }
+
+  /** finish — the response from the plan and the live descriptors' decisions. */
+  private finish(plan: Plan, decisions: Decision[]): RlsResponse {
+    const { statuses, live } = plan;
+    let overall: RlsResponse['overall_code'] = plan.refused ? 'OVER_LIMIT' : 'OK';
+    for (let j = 0; j < live.length; j++) {
+      const it = live[j];
+      const dec = decisions[j];
+      if (plan.refused) {
+        statuses[it.index] = { code: 'OK', current_limit: it.report, limit_remaining: remainingOf(dec), duration_until_reset: duration(dec.resetAfter) };
+        continue;
+      }
+      const over = !dec.allowed;
+      if (over) overall = 'OVER_LIMIT';
+      statuses[it.index] = {
+        code: over ? 'OVER_LIMIT' : 'OK',
+        current_limit: it.report,
+        limit_remaining: over ? 0 : remainingOf(dec),
+        duration_until_reset: duration(over ? finite(dec.retryAfter, dec.resetAfter) : dec.resetAfter),
+      };
+      this.options.metrics?.decision(plan.domain, it.metricKey, dec, it.cost);
+    }
+    const response: RlsResponse = { overall_code: overall, statuses, response_headers_to_add: [] };
+    if (this.options.responseHeaders === true && live.length > 0) response.response_headers_to_add = headersFor(live, decisions);
+    return response;
+  }
+
+  /** overrideRuntime — the limiter of a request-supplied limit (shared by every descriptor with the same limit). */
+  private overrideRuntime(spec: LimitSpec): Runtime {
+    let rt = this.overrides.get(spec.id);
+    if (rt === undefined || rt.fingerprint !== spec.fingerprint) {
+      if (this.overrides.size >= MAX_OVERRIDES) this.overrides.delete(this.overrides.keys().next().value as string);
+      rt = this.runtime(spec.rules, false, spec.fingerprint);
+      this.overrides.set(spec.id, rt);
+    }
+    return rt;
+  }
+}
+
+function toCheck(it: Item): CheckAllItem {
+  return { limiter: it.limiter, key: it.key, cost: it.cost };
+}
+
+/** hits — a descriptor's cost: its own hits_addend when set and > 0, else the request's (0 or unset: 1). */
+function hits(d: RlsDescriptor, base: number, i: number): number {
+  const h = d.hits_addend;
+  if (h === undefined || h === null) return base;
+  const v = typeof h.value === 'string' ? Number(h.value) : h.value ?? 0;
+  if (!Number.isSafeInteger(v) || v < 0) throw new BadRequest(`descriptors[${i}].hits_addend`, `must be an integer >= 0, got ${JSON.stringify(h.value)}`);
+  return v > 0 ? v : base;
+}
+
+/** reportOf — how a configured limit appears as current_limit. */
+function reportOf(spec: LimitSpec): Item['report'] {
+  const r = spec.report;
+  const out: Item['report'] = { requests_per_unit: r?.requestsPerUnit ?? Math.floor(spec.rules[0].limit), unit: r?.unit ?? 'UNKNOWN' };
+  if (spec.name !== undefined) out.name = spec.name;
+  return out;
+}
+
+/** overrideOf — a descriptor's own limit as the config's matcher takes it. */
+function overrideOf(d: RlsDescriptor, i: number): RequestOverride {
+  const o = d.limit!;
+  const rpu = o.requests_per_unit ?? 0;
+  if (!Number.isInteger(rpu) || rpu < 0 || rpu > MAX_UINT32) throw new BadRequest(`descriptors[${i}].limit.requests_per_unit`, `must be an integer from 0 to ${MAX_UINT32}, got ${rpu}`);
+  const unit = o.unit ?? 'UNKNOWN';
+  if (unit === 'UNKNOWN' || unit === 0) throw new BadRequest(`descriptors[${i}].limit.unit`, `must be a known unit (SECOND … YEAR, WEEK), got ${JSON.stringify(unit)}`);
+  return { requestsPerUnit: rpu, unit };
+}
+
+/** windowLeft — ms until the end of the current window of a limit reported in a unit (a fixed window's reset). */
+function windowLeft(spec: LimitSpec, now: number): number {
+  const unit = spec.report?.unit;
+  if (unit === undefined || unit === 'UNKNOWN') return 0;
+  const per = UNIT_MS[unit];
+  return per - (now % per);
+}
+
+function finite(ms: number, otherwise: number): number {
+  return ms < Infinity ? ms : otherwise < Infinity ? otherwise : 0;
+}
+
+/**
+ * headersFor — the IETF fields for the binding descriptor: when refused, the refusing one with the longest wait;
+ * when admitted, the one with the least remaining. Retry-After with a refusal.
+ */
+function headersFor(items: Item[], decisions: Decision[]): RlsResponse['response_headers_to_add'] {
+  let bind = -1;
+  const refused = decisions.some((d) => !d.allowed);
+  for (let j = 0; j < decisions.length; j++) {
+    const d = decisions[j];
+    if (refused ? !d.allowed && (bind < 0 || d.retryAfter > decisions[bind].retryAfter) : bind < 0 || d.remaining < decisions[bind].remaining) bind = j;
+  }
+  const d = decisions[bind];
+  const rt = items[bind].rt;
+  const out = [
+    { key: 'RateLimit-Policy', value: rt.policyField },
+    { key: 'RateLimit', value: rt.writer.write(d) },
+  ];
+  if (refused) {
+    const s = seconds(d.retryAfter);
+    if (s !== undefined) out.push({ key: 'Retry-After', value: String(s) });
+  }
+  return out;
+}
+
+/** policyKey — a native policy's store key for a client: the policy's name and the key, injectively. */
+export function policyKey(policy: string, key: string): string {
+  return `${policy.length}:${policy}:${key}`;
+}

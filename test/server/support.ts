@@ -1,0 +1,19 @@
+/** test/server/support — configurations written to temporary files and loaded as the service loads them. */
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { loadConfig } from '../../src/server/config/index.js';
+import type { ServiceConfig } from '../../src/server/config/types.js';
+
+/** configFile — `text` in a new temporary directory as `name`; returns the file's path. */
+export function configFile(text: string, name = 'config.yaml'): string {
+  const dir = mkdtempSync(join(tmpdir(), 'rk-config-'));
+  const path = join(dir, name);
+  writeFileSync(path, text);
+  return path;
+}
+
+/** configFrom — `text` loaded through the service's own loader (from a file). */
+export function configFrom(text: string): Promise<ServiceConfig> {
+  return loadConfig(configFile(text));
+}
