@@ -40,7 +40,7 @@ describe('expiries beyond what PX takes', () => {
     });
   }
 
-  test('a block of 1e300 ms (past the limiter's range, through the store) is stored without an expiry and holds', async () => {
+  test('a block of 1e300 ms (past the range the limiter takes, through the store) is stored without an expiry and holds', async () => {
     const lim = limiter({ rules: [rules.gcra({ limit: 10, per: '1s' })], store: new RedisStore({ client: redis.client, prefix: uniquePrefix('range'), timeout: 5_000 }) });
     await lim.store.attach(lim.policy).setOverride('b', { kind: 'block', for: 1e300 }, undefined);
     const d = await lim.check('b');
