@@ -105,9 +105,10 @@ const version = server.cli('INFO', 'server').match(/redis_version:(\S+)/)?.[1];
 // Nothing is refused in the throughput measures (every check does the same read, decision and write): 10 000 keys
 // and limits far above what one key gets in a few seconds.
 const one = [rules.gcra({ limit: 1000, per: '1s', name: 'gcra' })];
+/** fourRules — two sliding logs (one log, two windows), a token bucket and EARRRL: every key's log holds what it got in the last minute. */
 const fourRules = [
-  rules.gcra({ limit: 1000, per: '1s', name: 'gcra' }), rules.tokenBucket({ limit: 100_000, per: '1m', name: 'bucket' }),
-  rules.earrrl({ limit: 1_000_000, per: '1m', halfLife: '10s', name: 'earrrl', accounting: 'leaky' }), rules.fixedWindow({ limit: 10_000_000, per: '1h', name: 'window' }),
+  rules.slidingLog({ limit: 1_000_000, per: '1s', name: 'log1s' }), rules.slidingLog({ limit: 10_000_000, per: '1m', name: 'log1m' }),
+  rules.tokenBucket({ limit: 100_000, per: '1m', name: 'bucket' }), rules.earrrl({ limit: 1_000_000, per: '1m', halfLife: '10s', name: 'earrrl', accounting: 'leaky' }),
 ];
 const key = (i: number): string => `user:${i % KEYS}`;
 /** memoryFour — the 4-rule policy of the memory table (a log of 20 requests per client). */
@@ -155,33 +156,22 @@ function redisBenchmark(): Usage {
   return { rate, node: NaN, redis: ((redisCpu() - r0) * 1e6) / n, script: usec, refused: 0, checks: n, calls: n };
 }
 
-// The 4-rule policy with a sliding log instead of the bucket, over 1000 keys: its period is chosen from the 1-rule
-// rate so that a key's log holds about 100 requests, and the measure warms up for one period to fill the logs (what
-// the table reports is measured: the mean log length at the end).
-const LOG_KEYS = 1000;
 const check = (lim: Limiter) => async (i: number): Promise<boolean> => (await lim.check(key(i))).allowed;
 const consume = (rlf: RateLimiterRedis) => (i: number): Promise<boolean> => rlf.consume(key(i)).then(() => true, () => false);
-const results = settings.map(() => ({ one: [] as Usage[], rlf: [] as Usage[], four: [] as Usage[], log: [] as Usage[] }));
+const results = settings.map(() => ({ one: [] as Usage[], rlf: [] as Usage[], four: [] as Usage[] }));
 const rb: Usage[] = [];
-let logLimiter: Limiter | undefined;
-let logPer = 0;
 for (let round = 0; round < ROUNDS; round++) {
   for (const [k, s] of settings.entries()) {
     results[k].one.push(await throughput(check(s.lim1)));
     results[k].rlf.push(await throughput(consume(s.rlf)));
     results[k].four.push(await throughput(check(s.lim4)));
-    if (logLimiter === undefined) {
-      logPer = Math.round((100 / (results[0].one[0].rate / LOG_KEYS)) * 1000);
-      logLimiter = limiter({ rules: [fourRules[0], rules.slidingLog({ limit: 1_000_000, per: logPer, name: 'log' }), fourRules[2], fourRules[3]], store: new RedisStore({ client, prefix: 'benchlog:' }) });
-    }
-    const lim = logLimiter;
-    if (k === 0) results[k].log.push(await throughput(async (i) => (await lim.check(`user:${i % LOG_KEYS}`)).allowed, INFLIGHT, SECONDS, logPer + 400));
   }
   rb.push(redisBenchmark());
 }
-const logKeys = Array.from({ length: 50 }, (_, i) => (logLimiter!.store as RedisStore).attach(logLimiter!.policy).redisKey(`user:${i * 19}`));
-const lens = await Promise.all(logKeys.map((k) => client.strlen(k)));
-const entries = lens.reduce((a, b) => a + (b - 1 - 5 * 8 - 8) / 16, 0) / lens.length;
+// the mean length of the 4-rule policy's logs at the end (n in the log's header: after 'n', 4 numbers of state, 3 doubles and off)
+const logKeys = Array.from({ length: 50 }, (_, i) => (settings[0].lim4.store as RedisStore).attach(settings[0].lim4.policy).redisKey(key(i * 19)));
+const heads = await Promise.all(logKeys.map((k) => client.getrangeBuffer(k, 61, 64)));
+const entries = heads.reduce((a, b) => a + (b.length === 4 ? b.readUInt32LE(0) : 0), 0) / heads.length;
 
 const [get, ping, single] = await p50s([() => client.get('nothing'), () => client.ping(), (i) => lim1.check(key(i))]);
 const [getAuto, singleAuto] = await p50s([() => settings[1].client.get('nothing'), (i) => settings[1].lim1.check(key(i))]);
@@ -196,15 +186,11 @@ for (const [k, s] of settings.entries()) {
   const o = best(r.one);
   const t = best(r.rlf);
   const f = best(r.four);
-  const refused = [...r.one, ...r.rlf, ...r.four, ...r.log].reduce((a, u) => a + u.refused, 0);
+  const refused = [...r.one, ...r.rlf, ...r.four].reduce((a, u) => a + u.refused, 0);
   if (refused > 0) console.log(`(${s.name}: ${refused} checks were refused during the throughput measures: the comparison is not of admissions only)`);
   rows.push(`| ${s.name} | 256 in flight, checks/s (1 rule) vs RateLimiterRedis.consume() | ${fmt(o.rate)} | ${fmt(t.rate)} | ${ratio(o.rate, t.rate)} | >= 1.5× | ${cost(o)} | ${cost(t)} |`);
   if (k === 0) rows.push(`| | 256 in flight, checks/s vs redis-benchmark, same script, -c 16 -P 16 | ${fmt(o.rate)} | ${fmt(rbBest.rate)} | ${ratio(o.rate, rbBest.rate)} | report | | – / ${rbBest.redis.toFixed(1)} / ${rbBest.script.toFixed(1)} |`);
-  rows.push(`| ${s.name} | 4 rules (gcra, tokenBucket, earrrl, fixedWindow) vs 1 rule, checks/s | ${fmt(f.rate)} | ${fmt(o.rate)} | ${ratio(f.rate, o.rate)} | >= 0.7× | ${cost(f)} | |`);
-  if (k === 0) {
-    const l = best(r.log);
-    rows.push(`| ${s.name} | 4 rules (gcra, slidingLog of ${entries.toFixed(0)} entries, earrrl, fixedWindow; ${LOG_KEYS} keys) vs 1 rule, checks/s | ${fmt(l.rate)} | ${fmt(o.rate)} | ${ratio(l.rate, o.rate)} | | ${cost(l)} | |`);
-  }
+  rows.push(`| ${s.name} | 4 rules (slidingLog 1s and 1m over one log of ${k === 0 ? `${entries.toFixed(0)} entries at the end` : 'the same keys'}, tokenBucket, earrrl) vs 1 rule, checks/s | ${fmt(f.rate)} | ${fmt(o.rate)} | ${ratio(f.rate, o.rate)} | >= 0.7× | ${cost(f)} | |`);
 }
 rows.push(`| ioredis defaults | one at a time, p50 µs vs bare ioredis GET (PING: ${fmt(ping)} µs) | ${fmt(single)} | ${fmt(get)} | ${ratio(single, get)} | <= 1.2× | | |`);
 rows.push(`| enableAutoPipelining: true | one at a time, p50 µs vs bare ioredis GET | ${fmt(singleAuto)} | ${fmt(getAuto)} | ${ratio(singleAuto, getAuto)} | <= 1.2× | | |`);
@@ -217,7 +203,7 @@ for (const [k, s] of settings.entries()) {
   const fourVsOne = roundRatios(r.four, r.one);
   console.log(`\n${s.name}, ratio within each round (same machine state): 1 rule / RateLimiterRedis ${vsRlf.map((x) => x.toFixed(2)).join(', ')} (median ${median(vsRlf).toFixed(2)}×); 4 rules / 1 rule ${fourVsOne.map((x) => x.toFixed(2)).join(', ')} (median ${median(fourVsOne).toFixed(2)}×).`);
 }
-console.log(`\nAll rounds, checks/s: ${settings.map((s, k) => `${s.name}: 1 rule ${results[k].one.map((u) => fmt(u.rate)).join(', ')}; RateLimiterRedis ${results[k].rlf.map((u) => fmt(u.rate)).join(', ')}; 4 rules ${results[k].four.map((u) => fmt(u.rate)).join(', ')}`).join(' | ')}; 4 rules with the log ${results[0].log.map((u) => fmt(u.rate)).join(', ')} (log period ${logPer} ms); redis-benchmark ${rb.map((u) => fmt(u.rate)).join(', ')}.`);
+console.log(`\nAll rounds, checks/s: ${settings.map((s, k) => `${s.name}: 1 rule ${results[k].one.map((u) => fmt(u.rate)).join(', ')}; RateLimiterRedis ${results[k].rlf.map((u) => fmt(u.rate)).join(', ')}; 4 rules ${results[k].four.map((u) => fmt(u.rate)).join(', ')}`).join(' | ')}; redis-benchmark ${rb.map((u) => fmt(u.rate)).join(', ')}.`);
 
 // The denial cache under an abuser: one key far over its limit, 256 requests in flight.
 const abuse = async (lim: Limiter): Promise<[number, number]> => {
@@ -232,6 +218,47 @@ console.log('\nDenial cache, one abuser over gcra 10/s, 256 requests in flight:\
 console.log('| | checks/s | EVALSHA per check |\n|---|---:|---:|');
 console.log(`| without cache | ${fmt(plainRate)} | ${plainPer.toFixed(4)} |`);
 console.log(`| denialCache: true | ${fmt(cachedRate)} | ${cachedPer.toFixed(4)} |`);
+
+// The sliding log's length: a check on a key whose log holds 20 000 requests vs one whose log holds 200, at the
+// steady state (one request per ms over a window of n ms: each check files one and trims one), explicit times, one
+// at a time, the two lengths alternating over the rounds. Redis's time per check (usec_per_call) is what a long log
+// would take from every other client.
+const LOG_KEYS = 8;
+const logBench = [200, 20_000].map((n) => {
+  const lim = limiter({ rules: [rules.slidingLog({ limit: 10 * n, per: n })], store: new RedisStore({ client, prefix: `loglen${n}:` }) });
+  return { n, lim, clocks: new Float64Array(LOG_KEYS).fill(1_800_000_000_000), p50: [] as number[], script: [] as number[], bytes: 0 };
+});
+for (const b of logBench) {
+  for (let k = 0; k < LOG_KEYS; k++) {
+    for (let i = 0; i < b.n + 10; i += 1000) {
+      await Promise.all(Array.from({ length: Math.min(1000, b.n + 10 - i) }, () => b.lim.check(`k${k}`, { now: ++b.clocks[k] })));
+    }
+  }
+  b.bytes = (await Promise.all(Array.from({ length: LOG_KEYS }, (_, k) => client.strlen((b.lim.store as RedisStore).attach(b.lim.policy).redisKey(`k${k}`))))).reduce((x, y) => x + y, 0) / LOG_KEYS;
+}
+for (let round = 0; round < ROUNDS; round++) {
+  for (const b of logBench) {
+    server.cli('CONFIG', 'RESETSTAT');
+    const lat = new Float64Array(4000);
+    for (let i = 0; i < lat.length; i++) {
+      const k = i % LOG_KEYS;
+      const t = performance.now();
+      const d = await b.lim.check(`k${k}`, { now: ++b.clocks[k] });
+      lat[i] = performance.now() - t;
+      if (!d.allowed) throw new Error('the log bench must not be refused');
+    }
+    lat.sort();
+    b.p50.push(lat[lat.length >> 1] * 1000);
+    b.script.push(Number(/cmdstat_evalsha:[^\n]*usec_per_call=([\d.]+)/.exec(server.cli('INFO', 'commandstats'))?.[1] ?? NaN));
+  }
+}
+const [short, long] = logBench;
+const med = (xs: number[]): number => [...xs].sort((a, b) => a - b)[xs.length >> 1];
+console.log('\nSliding log, one check at a time (explicit now), a log of 20 000 requests vs one of 200 (median of rounds):\n');
+console.log('| log | value, bytes (per entry) | p50 µs per check | Redis µs per check (usec_per_call) |\n|---|---:|---:|---:|');
+for (const b of logBench) console.log(`| ${b.n.toLocaleString('en-US')} requests | ${Math.round(b.bytes).toLocaleString('en-US')} (${(b.bytes / b.n).toFixed(1)}) | ${fmt(med(b.p50))} | ${med(b.script).toFixed(2)} |`);
+console.log(`| ratio 20 000 / 200 | | ${ratio(med(long.p50), med(short.p50))} | ${ratio(med(long.script), med(short.script))} (target <= 1.5×) |`);
+console.log(`Rounds: p50 ${logBench.map((b) => `${b.n}: ${b.p50.map(fmt).join(', ')}`).join('; ')}; script µs ${logBench.map((b) => `${b.n}: ${b.script.map((x) => x.toFixed(2)).join(', ')}`).join('; ')}.`);
 
 // Memory per tracked client, per algorithm: MEMORY USAGE of one client's key, and used_memory over 2000 clients.
 const algorithms: Algorithm[] = ['fixedWindow', 'slidingWindow', 'slidingLog', 'tokenBucket', 'leakyBucket', 'gcra', 'earrrl', 'exponential'];

@@ -6,7 +6,8 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { limiter, rules, type Limiter } from '../../src/index.js';
-import { RedisStore, slotOf, slotTag, decodeKey, encodeKey } from '../../src/stores/redis/index.js';
+import { RedisStore, slotTag, decodeKey, encodeKey } from '../../src/stores/redis/index.js';
+import { tagSlot as slotOf } from '../../src/stores/redis/slot.js';
 import { useCluster, useRedis, uniquePrefix, type RedisSuite } from '../support/redis-suite.js';
 import { adminCases } from './cases.js';
 

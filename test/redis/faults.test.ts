@@ -176,3 +176,59 @@ describe('admin calls while Redis is down', () => {
     }
   });
 });
+
+describe("onError: 'memory' keeps the blocks and exemptions this instance has seen", () => {
+  test('set here, or met in a check (set by another instance), hold during the outage; lifted ones do not', async () => {
+    const prefix = `fault:${randomBytes(4).toString('hex')}:`;
+    const client = new Redis({ host: '127.0.0.1', port: server.port, maxRetriesPerRequest: 1 });
+    client.on('error', () => {});
+    const other = new Redis({ host: '127.0.0.1', port: server.port, maxRetriesPerRequest: 1 });
+    other.on('error', () => {});
+    const make = (c: Redis): { store: RedisStore; lim: Limiter } => {
+      const store = new RedisStore({ client: c, onError: 'memory', prefix, timeout: 300 });
+      return { store, lim: limiter({ rules: [rules.fixedWindow({ limit: 5, per: '1h' })], store }) };
+    };
+    const here = make(client);
+    const there = make(other);
+    try {
+      await recover(here.lim);
+      await here.lim.block('banned', { reason: 'abuse' });
+      await here.lim.exempt('vip');
+      await here.lim.block('lifted');
+      await here.lim.unblock('lifted');
+      await there.lim.block('seen', { reason: 'fail2ban', for: '1h' });
+      await there.lim.exempt('seen-vip', { for: '1h' });
+      await there.lim.block('seen-lifted');
+      for (const k of ['seen', 'seen-vip', 'seen-lifted']) assert.ok(fromRedis(await here.lim.check(k)));
+      await there.lim.unblock('seen-lifted');
+      assert.equal((await here.lim.check('seen-lifted')).allowed, true);
+      await server.kill();
+      await sleep(200);
+      const banned = await here.lim.check('banned');
+      assert.equal(banned.fallback, true);
+      assert.equal(banned.reason, 'blocked');
+      assert.equal(banned.blockReason, 'abuse');
+      const seen = await here.lim.check('seen');
+      assert.equal(seen.reason, 'blocked');
+      assert.equal(seen.blockReason, 'fail2ban');
+      assert.ok(seen.retryAfter > 3_500_000 && seen.retryAfter <= 3_600_000, `retryAfter ${seen.retryAfter}`);
+      for (const k of ['vip', 'seen-vip']) {
+        const ds = [];
+        for (let i = 0; i < 8; i++) ds.push(await here.lim.check(k));
+        assert.ok(ds.every((d) => d.allowed && d.reason === 'exempt' && d.fallback === true), k);
+      }
+      for (const k of ['lifted', 'seen-lifted', 'never']) {
+        const d = await here.lim.check(k);
+        assert.equal(d.fallback, true);
+        assert.equal(d.allowed, true, k);
+        assert.equal(d.reason, 'allowed', k);
+      }
+    } finally {
+      await server.spawn();
+      client.disconnect();
+      other.disconnect();
+      here.store.close();
+      there.store.close();
+    }
+  });
+});

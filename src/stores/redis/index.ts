@@ -6,6 +6,8 @@ import { checkOptions } from '../../core/options.js';
 import { MemoryStore, type MemoryTable } from '../memory.js';
 import type { BoundStore, OverrideEntry, OverrideRequest, Part, Store } from '../types.js';
 import { Script, compoundScript, hasDelay, hasRate, lua, opScript, policyId, policyScript, refundScript } from './scripts.js';
+import { slotOf, tagSlot } from './slot.js';
+import { NodeRedisAdapter, isNodeRedis } from './node-redis.js';
 import { localClock } from '../../core/clock.js';
 
 /**
@@ -20,17 +22,28 @@ export interface RedisClient {
   readonly status?: string;
 }
 
+/**
+ * NodeRedisLike — a node-redis (`redis` package) client from `createClient()` or cluster from `createCluster()`,
+ * connected by the caller (`await client.connect()`).
+ */
+export interface NodeRedisLike {
+  sendCommand(...args: never[]): Promise<unknown>;
+  readonly isOpen: boolean;
+  readonly isReady: boolean;
+}
+
 /** OnError — what a check answers when Redis does not: refuse, admit, or decide on a local memory store. */
 export type OnError = 'deny' | 'allow' | 'memory';
 
 /** RedisStoreOptions — the Redis store's client, key layout and failure policy. */
 export interface RedisStoreOptions {
   /**
-   * client — an ioredis `Redis` or `Cluster`, connected by the caller (the store never closes it). Give it an
-   * `error` listener, and consider `maxRetriesPerRequest: 1` so that commands caught by a disconnection fail fast.
+   * client — an ioredis `Redis` or `Cluster`, or a node-redis client (`createClient()`) or cluster
+   * (`createCluster()`), connected by the caller (the store never closes it). Give it an `error` listener; with
+   * ioredis consider `maxRetriesPerRequest: 1` so that commands caught by a disconnection fail fast.
    * @example new Redis({ host: '127.0.0.1', port: 6379 })
    */
-  client: RedisClient;
+  client: RedisClient | NodeRedisLike;
   /** prefix — the start of every key; must not contain `{` or `}` (the client's part is the hash tag). @default 'rk:' */
   prefix?: string;
   /**
@@ -46,8 +59,9 @@ export interface RedisStoreOptions {
    */
   onError?: OnError;
   /**
-   * maxPending — the most commands sent and not yet answered; past it a check answers by `onError` at once, so a
-   * hung server cannot grow a queue without bound. @default 10_000
+   * maxPending — the most commands sent and not yet answered, per server (per master of a Cluster: a hung node
+   * costs only the checks of its own keys); past it a check of a key on that server answers by `onError` at once,
+   * so a hung server cannot grow a queue without bound. @default 10_000
    */
   maxPending?: number;
   /** fallbackMaxKeys — `maxKeys` of the `'memory'` fallback store. @default 100_000 */
@@ -97,6 +111,47 @@ const CommandClass: CommandCtor | undefined = (() => {
 /** DOWN — client states in which a command would only wait in the client's offline queue. */
 const DOWN = new Set(['reconnecting', 'close', 'end', 'disconnecting']);
 
+/**
+ * Budget — the commands pending on one server (one per Cluster master, one for a standalone client): maxPending
+ * bounds each, so a hung node fills its own budget and not the others'.
+ */
+export interface Budget {
+  readonly node: string;
+  pending: number;
+  /**
+   * offset, offsetAt — the server's clock minus performance.now(), ms, as a lower bound learned from replies (the
+   * server read its clock before the reply arrived): the largest sample, renewed at least every OFFSET_RENEW ms
+   * (NaN until the first reply); offsetAt — performance.now() of that sample.
+   */
+  offset: number;
+  offsetAt: number;
+}
+
+/** OFFSET_RENEW — ms after which a budget's clock offset is replaced by the next sample even if it is lower (a server clock that stepped back). */
+const OFFSET_RENEW = 5_000;
+
+/** learnOffset — one sample of a server's clock (`wall`, ms; < 0: none) read before a reply that arrived at `local` (performance.now()). */
+function learnOffset(b: Budget, wall: number, local: number): void {
+  if (!(wall >= 0)) return;
+  const sample = wall - local;
+  if (!(sample <= b.offset) || local - b.offsetAt > OFFSET_RENEW) {
+    b.offset = sample;
+    b.offsetAt = local;
+  }
+}
+
+/**
+ * deadlineOf — the deadline a call given up at `at` (performance.now() ms) carries, on the server's clock: never later
+ * than the server's time when the store gives up on it (the offset is a lower bound), so a script that starts after
+ * that changes nothing; and a margin earlier (a tenth of the timeout, at most 25 ms), so that the reply of a script
+ * that did run in time has that long to arrive before the store gives up. Undefined while the offset is unknown (the
+ * first calls to a server).
+ */
+function deadlineOf(b: Budget, at: number, timeout: number): string | undefined {
+  const o = b.offset;
+  return o === o ? String(at - (timeout < 250 ? timeout / 10 : 25) + o) : undefined;
+}
+
 /** Deadline — one call waiting for its answer or its timeout, whichever comes first. */
 export interface Deadline {
   at: number;
@@ -114,14 +169,20 @@ export class RedisStore implements Store {
   readonly timeout: number;
   readonly onError: OnError;
   readonly maxPending: number;
-  /** pending — commands sent and not yet settled by the client (<= maxPending). */
+  /** pending — commands sent and not yet settled by the client, over all servers (each server's budget <= maxPending). */
   pending = 0;
+  /** solo — the budget of a standalone client; budgets — a Cluster's, by master ('host:port'). */
+  private readonly solo: Budget = { node: 'redis', pending: 0, offset: NaN, offsetAt: 0 };
+  private readonly budgets = new Map<string, Budget>();
+  /** nodeOf — the master serving a slot, for a Cluster client (undefined: a standalone client). */
+  private readonly nodeOf: ((slot: number) => string | undefined) | undefined;
   /** failures — calls answered by the failure policy since the store was made. */
   failures = 0;
   /** lastError — the latest reason a call was answered by the failure policy. */
   lastError: Error | undefined;
-  /** fallback — the local store of onError 'memory'. */
+  /** fallback — the local store of onError 'memory'; fallbackMaxKeys — its maxKeys (and the most overrides it remembers per policy). */
   readonly fallback: MemoryStore | undefined;
+  readonly fallbackMaxKeys: number;
   readonly coalesce: boolean;
   /** corked — the sockets corked during this tick (all uncorked at its end), or undefined when none is. */
   private corked: Corkable[] | undefined;
@@ -129,9 +190,9 @@ export class RedisStore implements Store {
   private readonly deadlines: Deadline[] = [];
   private head = 0;
   private timer: NodeJS.Timeout | undefined;
-  /** evalshaBuffer, evalBuffer — send a check's command (one key; now, cost), the reply kept as bytes. */
-  readonly evalshaBuffer: (sha: string, key: string, now: string | undefined, cost: string) => Promise<unknown>;
-  readonly evalBuffer: (text: string, key: string, now: string | undefined, cost: string) => Promise<unknown>;
+  /** evalshaBuffer, evalBuffer — send a check's command (one key; now, cost, deadline), the reply kept as bytes. */
+  readonly evalshaBuffer: (sha: string, key: string, now: string | undefined, cost: string, deadline: string | undefined) => Promise<unknown>;
+  readonly evalBuffer: (text: string, key: string, now: string | undefined, cost: string, deadline: string | undefined) => Promise<unknown>;
   private readonly overrideSet = indexed('override');
   private readonly overrideClear = indexed('unoverride');
   private readonly resetState = opScript('reset');
@@ -139,30 +200,37 @@ export class RedisStore implements Store {
   constructor(options: RedisStoreOptions) {
     if (typeof options !== 'object' || options === null) throw new RatekeeperError(`redisStore takes an options object like { client }, got ${show(options)}`);
     checkOptions(options, REDIS_STORE_OPTIONS, 'redisStore');
-    const c = options.client as unknown as RedisClient | undefined;
+    const given = typeof options.client === 'object' && options.client !== null ? options.client : undefined;
+    const c = (isNodeRedis(given) ? new NodeRedisAdapter(given!) : given) as RedisClient | undefined;
     if (typeof c !== 'object' || c === null || typeof c.evalsha !== 'function' || typeof c.eval !== 'function' || typeof c.callBuffer !== 'function') {
-      throw new RatekeeperError(`redisStore.client must be an ioredis Redis or Cluster, got ${show(options.client)}`);
+      throw new RatekeeperError(`redisStore.client must be an ioredis Redis or Cluster or a node-redis client or cluster, got ${show(options.client)}`);
     }
     this.client = c;
+    const cluster = c as RedisClient & { isCluster?: boolean; slots?: string[][]; nodeOf?: (slot: number) => string | undefined };
+    if (typeof cluster.nodeOf === 'function') {
+      if (cluster.isCluster === true) this.nodeOf = cluster.nodeOf.bind(cluster);
+    } else if (cluster.isCluster === true) {
+      this.nodeOf = (slot) => cluster.slots?.[slot]?.[0];
+    }
     // How a check is sent: one ioredis Command through sendCommand when ioredis is there (the leanest path, and it
     // leaves batching to the store's coalescing); else the client's evalshaBuffer (callBuffer loses the command's name
     // under ioredis auto-pipelining); else callBuffer. The common check (server clock, cost 1) sends no ARGV.
-    const args = (head: string, key: string, now: string | undefined, cost: string): string[] =>
-      now === undefined && cost === '1' ? [head, '1', key] : [head, '1', key, now ?? '', cost];
+    const args = (head: string, key: string, now: string | undefined, cost: string, deadline: string | undefined): string[] =>
+      deadline !== undefined ? [head, '1', key, now ?? '', cost, deadline] : now === undefined && cost === '1' ? [head, '1', key] : [head, '1', key, now ?? '', cost];
     const direct = c as RedisClient & { sendCommand?: (command: object) => Promise<unknown>; options?: { keyPrefix?: string } };
     const methods = c as RedisClient & { evalshaBuffer?: (...a: (string | number)[]) => Promise<unknown>; evalBuffer?: (...a: (string | number)[]) => Promise<unknown> };
     const Cmd = CommandClass;
     if (Cmd !== undefined && typeof direct.sendCommand === 'function') {
       const keyPrefix = direct.options?.keyPrefix;
       const opts = keyPrefix ? { replyEncoding: null, keyPrefix } : { replyEncoding: null };
-      this.evalshaBuffer = (sha, key, now, cost) => direct.sendCommand!(new Cmd('evalsha', args(sha, key, now, cost), opts));
-      this.evalBuffer = (text, key, now, cost) => direct.sendCommand!(new Cmd('eval', args(text, key, now, cost), opts));
+      this.evalshaBuffer = (sha, key, now, cost, dl) => direct.sendCommand!(new Cmd('evalsha', args(sha, key, now, cost, dl), opts));
+      this.evalBuffer = (text, key, now, cost, dl) => direct.sendCommand!(new Cmd('eval', args(text, key, now, cost, dl), opts));
     } else if (typeof methods.evalshaBuffer === 'function' && typeof methods.evalBuffer === 'function') {
-      this.evalshaBuffer = (sha, key, now, cost) => methods.evalshaBuffer!(...args(sha, key, now, cost));
-      this.evalBuffer = (text, key, now, cost) => methods.evalBuffer!(...args(text, key, now, cost));
+      this.evalshaBuffer = (sha, key, now, cost, dl) => methods.evalshaBuffer!(...args(sha, key, now, cost, dl));
+      this.evalBuffer = (text, key, now, cost, dl) => methods.evalBuffer!(...args(text, key, now, cost, dl));
     } else {
-      this.evalshaBuffer = (sha, key, now, cost) => c.callBuffer('EVALSHA', ...args(sha, key, now, cost));
-      this.evalBuffer = (text, key, now, cost) => c.callBuffer('EVAL', ...args(text, key, now, cost));
+      this.evalshaBuffer = (sha, key, now, cost, dl) => c.callBuffer('EVALSHA', ...args(sha, key, now, cost, dl));
+      this.evalBuffer = (text, key, now, cost, dl) => c.callBuffer('EVAL', ...args(text, key, now, cost, dl));
     }
     const prefix = options.prefix ?? 'rk:';
     if (typeof prefix !== 'string' || /[{}]/.test(prefix)) {
@@ -182,7 +250,10 @@ export class RedisStore implements Store {
     const maxPending = options.maxPending ?? 10_000;
     if (!Number.isSafeInteger(maxPending) || maxPending < 1) throw new RatekeeperError(`redisStore.maxPending must be an integer >= 1, got ${show(maxPending)}`);
     this.maxPending = maxPending;
-    if (onError === 'memory') this.fallback = new MemoryStore({ maxKeys: options.fallbackMaxKeys ?? 100_000 });
+    const fallbackMaxKeys = options.fallbackMaxKeys ?? 100_000;
+    if (!Number.isSafeInteger(fallbackMaxKeys) || fallbackMaxKeys < 1) throw new RatekeeperError(`redisStore.fallbackMaxKeys must be an integer >= 1, got ${show(options.fallbackMaxKeys)}`);
+    this.fallbackMaxKeys = fallbackMaxKeys;
+    if (onError === 'memory') this.fallback = new MemoryStore({ maxKeys: fallbackMaxKeys });
     if (options.coalesce !== undefined && typeof options.coalesce !== 'boolean') throw new RatekeeperError(`redisStore.coalesce must be a boolean, got ${show(options.coalesce)}`);
     this.coalesce = options.coalesce ?? true;
   }
@@ -289,17 +360,24 @@ export class RedisStore implements Store {
 
   /**
    * run — a script by SHA (EVAL when the server answers NOSCRIPT, which also caches it there), within the store's
-   * timeout and pending bound. Rejects with a StoreUnavailableError; never leaves a rejection unhandled.
+   * timeout and pending bound (the budget of its first key's server). `deadline`: the small scripts (override,
+   * unoverride, reset) get their deadline as ARGV[1] (deadline.lua): one that would start after the store gave up on
+   * it changes nothing. Rejects with a StoreUnavailableError; never leaves a rejection unhandled.
    */
-  run(script: Script, keys: string[], args: (string | number)[], binary = false): Promise<unknown> {
-    const refused = this.refuse();
+  run(script: Script, keys: string[], args: (string | number)[], binary = false, deadline = false): Promise<unknown> {
+    const budget = this.budgetOf(keys[0]);
+    const refused = this.refuse(budget);
     if (refused !== undefined) return Promise.reject(refused);
+    const at = performance.now() + this.timeout;
+    if (deadline) args = [deadlineOf(budget, at, this.timeout) ?? '', ...args];
     return new Promise((resolve, reject) => {
-      const d: Deadline = { at: performance.now() + this.timeout, done: false, fail: reject };
+      const d: Deadline = { at, done: false, fail: reject };
       this.track(d);
       this.pending++;
+      budget.pending++;
       const settle = (): void => {
         this.pending--;
+        budget.pending--;
       };
       const c = this.client;
       (binary ? c.callBuffer('EVALSHA', script.sha, keys.length, ...keys, ...args) : c.evalsha(script.sha, keys.length, ...keys, ...args))
@@ -326,28 +404,44 @@ export class RedisStore implements Store {
     });
   }
 
-  /** refuse — why a call must be answered by the failure policy at once (a disconnected client, too many pending), or undefined. */
-  refuse(): StoreUnavailableError | undefined {
+  /** refuse — why a call must be answered by the failure policy at once (a disconnected client, too many pending on its server), or undefined. */
+  refuse(budget: Budget): StoreUnavailableError | undefined {
     const status = this.client.status;
     if (status !== undefined && status !== 'ready' && DOWN.has(status)) return new StoreUnavailableError(`the client is ${status}`);
-    if (this.pending >= this.maxPending) return new StoreUnavailableError(`${this.pending} commands are pending (maxPending)`);
+    if (budget.pending >= this.maxPending) return new StoreUnavailableError(`${budget.pending} commands are pending on ${budget.node} (maxPending)`);
     return undefined;
+  }
+
+  /**
+   * budgetOf — the pending budget of the server a key lives on: the one of a standalone client; for a Cluster, the
+   * master serving the key's slot as the client last learned it (a key whose slot is not known yet shares one budget).
+   */
+  budgetOf(redisKey: string): Budget {
+    const nodeOf = this.nodeOf;
+    if (nodeOf === undefined) return this.solo;
+    const node = nodeOf(slotOf(redisKey)) ?? '?';
+    let b = this.budgets.get(node);
+    if (b === undefined) {
+      b = { node, pending: 0, offset: NaN, offsetAt: 0 };
+      this.budgets.set(node, b);
+    }
+    return b;
   }
 
   /** setOverride — sets the override of the client value `key`, and files it in `index` (see lua/index.lua). */
   setOverride(key: string, request: OverrideRequest, now: number | undefined, index?: IndexRef): Promise<unknown> {
     const args: string[] = [now === undefined ? '' : String(now), request.kind === 'block' ? 'b' : 'e', request.for === Infinity ? 'inf' : String(request.for), index?.member ?? ''];
     if (request.reason !== undefined) args.push(request.reason);
-    return this.run(this.overrideSet, index === undefined ? [key] : [key, index.idx, index.det], args);
+    return this.run(this.overrideSet, index === undefined ? [key] : [key, index.idx, index.det], args, false, true);
   }
 
   clearOverride(key: string, kind: Override['kind'], index?: IndexRef): Promise<unknown> {
     const k = kind === 'block' ? 'b' : 'e';
-    return index === undefined ? this.run(this.overrideClear, [key], [k]) : this.run(this.overrideClear, [key, index.idx, index.det], [k, index.member]);
+    return index === undefined ? this.run(this.overrideClear, [key], [k], false, true) : this.run(this.overrideClear, [key, index.idx, index.det], [k, index.member], false, true);
   }
 
   reset(key: string): Promise<unknown> {
-    return this.run(this.resetState, [key], []);
+    return this.run(this.resetState, [key], [], false, true);
   }
 
   // ---- Observation (the operators' view): commands of the listing. ----
@@ -425,16 +519,19 @@ class Check implements Deadline {
   done = false;
   constructor(
     readonly bound: RedisBound, readonly key: string, readonly cost: number, readonly now: number | undefined,
-    readonly at: number, private readonly resolve: (d: Decision) => void,
+    readonly at: number, readonly budget: Budget, private readonly resolve: (d: Decision) => void,
   ) {}
 
   answer(reply: Buffer): void {
     this.bound.store.pending--;
+    this.budget.pending--;
+    learnOffset(this.budget, this.bound.wallOf(reply), performance.now());
     if (this.done) return;
     this.done = true;
     let d: Decision;
     try {
       d = this.bound.decision(reply);
+      if (this.bound.remembers) this.bound.learn(this.key, this.now, reply);
     } catch (e) {
       d = this.bound.failed(new StoreUnavailableError(`unreadable reply: ${e instanceof Error ? e.message : String(e)}`, e), this.key, this.cost, this.now);
     }
@@ -448,6 +545,7 @@ class Check implements Deadline {
       return;
     }
     this.bound.store.pending--;
+    this.budget.pending--;
     if (this.done) return;
     this.done = true;
     this.resolve(this.bound.failed(new StoreUnavailableError(e instanceof Error ? e.message : String(e), e), this.key, this.cost, this.now));
@@ -489,6 +587,15 @@ export class RedisBound implements BoundStore {
   private readonly keyTail: string;
   /** measures — per rule, 1 when its reply carries a rate, 2 a delay (earrrl and exponential; leakyBucket). */
   private readonly measures: Uint8Array;
+  /** rulesBytes — the bytes of the rules' part of a reply (where an override's now and end follow). */
+  private readonly rulesBytes: number;
+  /**
+   * remembers — onError 'memory': the blocks and exemptions this instance set, lifted or met in a reply are kept in
+   * the fallback too, so that they hold while Redis is away. `overridden` — the keys the fallback holds one for
+   * (oldest first; at most fallbackMaxKeys), so that a reply without one lifts it.
+   */
+  readonly remembers: boolean;
+  private readonly overridden = new Map<string, Override['kind']>();
 
   constructor(readonly store: RedisStore, readonly policy: Policy) {
     this.id = policyId(policy);
@@ -498,6 +605,49 @@ export class RedisBound implements BoundStore {
     this.keyHead = `${store.prefix}{`;
     this.keyTail = `}:${this.id}`;
     this.measures = new Uint8Array(policy.rules.map((r) => (hasRate(r.algorithm) ? 1 : hasDelay(r.algorithm) ? 2 : 0)));
+    this.rulesBytes = 8 + this.measures.reduce((a, m) => a + (m === 0 ? 32 : 40), 0);
+    this.remembers = this.fallbackTable !== undefined;
+  }
+
+  /**
+   * remember — keeps a block or exemption in the fallback (`left` ms from the local time of the call, Infinity: until
+   * lifted), or lifts the fallback's one (kind undefined).
+   */
+  private remember(key: string, now: number | undefined, kind: Override['kind'] | undefined, left = 0, reason?: string): void {
+    const fb = this.fallbackTable!;
+    if (kind === undefined) {
+      const held = this.overridden.get(key);
+      if (held !== undefined) {
+        fb.clearOverride(key, held);
+        this.overridden.delete(key);
+      }
+      return;
+    }
+    fb.setOverride(key, { kind, for: left, reason }, now ?? this.localNow());
+    this.overridden.delete(key);
+    this.overridden.set(key, kind);
+    if (this.overridden.size > this.store.fallbackMaxKeys) {
+      const oldest = this.overridden.keys().next().value as string;
+      this.remember(oldest, undefined, undefined);
+    }
+  }
+
+  /** learn — what a check's reply says about the key's block or exemption, kept for the fallback. */
+  learn(key: string, now: number | undefined, reply: Buffer): void {
+    const kind = reply.readDoubleLE(0);
+    if (kind < 2) {
+      if (this.overridden.size > 0) this.remember(key, now, undefined);
+      return;
+    }
+    const j = this.rulesBytes;
+    const at = reply.readDoubleLE(j);
+    const until = reply.readDoubleLE(j + 8);
+    this.remember(key, now, kind === 2 ? 'block' : 'exempt', until - at, reply.length > j + 24 ? reply.toString('utf8', j + 25) : undefined);
+  }
+
+  /** wallOf — the server's clock in a reply (ms; −1 when the script did not read it): after the rules' part, and after now and the end for an override. */
+  wallOf(reply: Buffer): number {
+    return reply.length < this.rulesBytes + 8 ? -1 : reply.readDoubleLE(reply.readDoubleLE(0) < 2 ? this.rulesBytes : this.rulesBytes + 16);
   }
 
   /** redisKey — the client's key in Redis. */
@@ -507,14 +657,17 @@ export class RedisBound implements BoundStore {
 
   evaluate(key: string, cost: number, now: number | undefined): Promise<Decision> {
     const store = this.store;
-    const refused = store.refuse();
+    const redisKey = this.redisKey(key);
+    const budget = store.budgetOf(redisKey);
+    const refused = store.refuse(budget);
     if (refused !== undefined) return Promise.resolve(this.failed(refused, key, cost, now));
     return new Promise<Decision>((resolve) => {
-      const call = new Check(this, key, cost, now, performance.now() + store.timeout, resolve);
+      const call = new Check(this, key, cost, now, performance.now() + store.timeout, budget, resolve);
       store.track(call);
       store.pending++;
+      budget.pending++;
       store.cork();
-      store.evalshaBuffer(this.script.sha, this.redisKey(key), now === undefined ? undefined : String(now), cost === 1 ? '1' : String(cost))
+      store.evalshaBuffer(this.script.sha, redisKey, now === undefined ? undefined : String(now), cost === 1 ? '1' : String(cost), deadlineOf(budget, call.at, store.timeout))
         .then((reply) => call.answer(reply as Buffer), (e: unknown) => call.error(e));
     });
   }
@@ -522,16 +675,20 @@ export class RedisBound implements BoundStore {
   /** retry — a check whose script the server did not have (NOSCRIPT: restarted, a new cluster node): EVAL sends the text and caches it there. */
   retry(call: Check): void {
     const { key, cost, now } = call;
-    this.store.evalBuffer(this.script.text, this.redisKey(key), now === undefined ? undefined : String(now), cost === 1 ? '1' : String(cost))
+    this.store.evalBuffer(this.script.text, this.redisKey(key), now === undefined ? undefined : String(now), cost === 1 ? '1' : String(cost), deadlineOf(call.budget, call.at, this.store.timeout))
       .then((reply) => call.answer(reply as Buffer), (e: unknown) => call.error(e, true));
   }
 
   setOverride(key: string, request: OverrideRequest, now: number | undefined): Promise<void> {
-    return this.store.setOverride(this.redisKey(key), request, now, this.indexOf(key)).then(() => undefined);
+    return this.store.setOverride(this.redisKey(key), request, now, this.indexOf(key)).then(() => {
+      if (this.remembers) this.remember(key, now, request.kind, request.for, request.reason);
+    });
   }
 
   clearOverride(key: string, kind: Override['kind']): Promise<void> {
-    return this.store.clearOverride(this.redisKey(key), kind, this.indexOf(key)).then(() => undefined);
+    return this.store.clearOverride(this.redisKey(key), kind, this.indexOf(key)).then(() => {
+      if (this.remembers && this.overridden.get(key) === kind) this.remember(key, undefined, undefined);
+    });
   }
 
   reset(key: string): Promise<void> {
@@ -557,7 +714,7 @@ export class RedisBound implements BoundStore {
   /** indexOf — the index group of `key`'s overrides (lua/index.lua): one group on a standalone server, its hash slot's on a Cluster. */
   indexOf(key: string): IndexRef {
     const encoded = encodeKey(key);
-    return { ...this.indexKeys(this.store.isCluster ? slotTag(slotOf(encoded)) : 'ov'), member: encoded };
+    return { ...this.indexKeys(this.store.isCluster ? slotTag(tagSlot(encoded)) : 'ov'), member: encoded };
   }
 
   /** indexKeys — the sorted set and hash of one index group (tag: its hash tag). */
@@ -672,7 +829,7 @@ export class RedisBound implements BoundStore {
     const kind = reply.readDoubleLE(0);
     if (kind < 2) return this.policy.finish(outcomes, kind === 1);
     const override: Override = { kind: kind === 2 ? 'block' : 'exempt', until: reply.readDoubleLE(j + 8) };
-    if (reply.length > j + 16) override.reason = reply.toString('utf8', j + 16);
+    if (reply.length > j + 24) override.reason = reply.toString('utf8', j + 25);
     return this.policy.overrideDecision(outcomes, override, reply.readDoubleLE(j));
   }
 
@@ -720,23 +877,8 @@ function oneSlot(parts: readonly Part[]): boolean {
   return true;
 }
 
-/** CRC16_TABLE — CRC16-CCITT (XMODEM: polynomial 0x1021, initial 0), the checksum Redis Cluster hashes keys with. */
-const CRC16_TABLE = ((): Uint16Array => {
-  const t = new Uint16Array(256);
-  for (let b = 0; b < 256; b++) {
-    let c = b << 8;
-    for (let k = 0; k < 8; k++) c = c & 0x8000 ? ((c << 1) ^ 0x1021) & 0xffff : (c << 1) & 0xffff;
-    t[b] = c;
-  }
-  return t;
-})();
-
 /** keySlot — the Cluster slot of a hash tag (its UTF-8 bytes). */
-export function keySlot(tag: string): number {
-  let crc = 0;
-  for (const byte of Buffer.from(tag, 'utf8')) crc = ((crc << 8) & 0xffff) ^ CRC16_TABLE[((crc >> 8) ^ byte) & 0xff];
-  return crc % 16384;
-}
+export const keySlot = tagSlot;
 
 // ---- Observation (the operators' view): the index's layout, and the scripts of the listing and the summaries. ----
 
@@ -789,17 +931,6 @@ export function decodeKey(encoded: string): string {
     (u !== undefined ? String.fromCharCode(parseInt(u, 16)) : m === '%25' ? '%' : m === '%7B' ? '{' : '}'));
 }
 
-/** slotOf — the Redis Cluster hash slot of a hash tag: CRC16 (XMODEM) of its UTF-8 bytes, mod 16384. */
-export function slotOf(tag: string): number {
-  const bytes = Buffer.from(tag, 'utf8');
-  let crc = 0;
-  for (let i = 0; i < bytes.length; i++) {
-    crc ^= bytes[i] << 8;
-    for (let b = 0; b < 8; b++) crc = crc & 0x8000 ? ((crc << 1) ^ 0x1021) & 0xffff : (crc << 1) & 0xffff;
-  }
-  return crc & 16383;
-}
-
 /** slotTags — for every hash slot, a short tag hashing to it (base-36 counting; made once, on first use, ~170 000 CRCs). */
 let tags: string[] | undefined;
 export function slotTag(slot: number): string {
@@ -808,7 +939,7 @@ export function slotTag(slot: number): string {
     let left = 16384;
     for (let i = 0; left > 0; i++) {
       const tag = `i${i.toString(36)}`;
-      const s = slotOf(tag);
+      const s = tagSlot(tag);
       if (t[s] === undefined) {
         t[s] = tag;
         left--;

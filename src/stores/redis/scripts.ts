@@ -139,7 +139,7 @@ function constants(r: RuleConfig, logPer: number, logLimit: number): Record<stri
     }
     case 'slidingLog': {
       const slack = countSlack(limit);
-      return { LIMIT: limit, PER: per, SLACK: slack, LIM_SLACK: limit + slack, LOG_PER: logPer, LOG_LIMIT: logLimit };
+      return { LIMIT: limit, PER: per, SLACK: slack, LIM_SLACK: limit + slack, LOG_PER: logPer, LOG_LIMIT: logLimit, BACK: per < logPer ? 1 : 0 };
     }
   }
 }
@@ -166,6 +166,9 @@ const LIBRARY: Record<string, string> = {
 
 /** FLAT_RULES — up to this many rules the reply is one struct.pack of locals; beyond, each rule packs its own part (Lua's 200 locals). */
 const FLAT_RULES = 8;
+
+/** LOG_HEAD_ENTRIES — the entries of a sliding log the script reads with the head of the value (a log that short is read whole, in one GETRANGE). */
+const LOG_HEAD_ENTRIES = 64;
 
 /**
  * Flavor — what the policy's body is written for: `check` (one check, at the top level of its script), `refund`
@@ -200,7 +203,7 @@ function body(policy: Policy, flavor: Flavor): string {
     const i = idx + 1;
     const size = stateSizeOf(r.algorithm);
     const vars: Record<string, string> = {
-      OK: `ok${i}`, REM: `rem${i}`, WAIT: `wait${i}`, RESET: `reset${i}`, RATE: `rate${i}`, DELAY: `delay${i}`, USED: `used${i}`,
+      OK: `ok${i}`, REM: `rem${i}`, WAIT: `wait${i}`, RESET: `reset${i}`, RATE: `rate${i}`, DELAY: `delay${i}`, USED: `used${i}`, K: `lk${i}`,
     };
     for (const [k, x] of Object.entries(constants(r, logPer, logLimit))) vars[k] = lit(x);
     const s: string[] = [];
@@ -217,7 +220,7 @@ function body(policy: Policy, flavor: Flavor): string {
     locals.push(...n, `ok${i}`);
     if (hasRate(r.algorithm)) locals.push(`rate${i}`);
     if (hasDelay(r.algorithm)) locals.push(`delay${i}`);
-    if (r.algorithm === 'slidingLog') locals.push(`used${i}`);
+    if (r.algorithm === 'slidingLog') locals.push(`used${i}`, `lk${i}`);
     decide.push(`-- rule ${i}: ${printable(r.name)} (${r.algorithm}, ${r.accounting})`, 'do', indent(fill(expand(r.algorithm, 'decide'), vars, where)), 'end');
     if (size > 0) {
       chargeAll.push(`${s.join(', ')} = ${n.join(', ')}`);
@@ -242,17 +245,25 @@ function body(policy: Policy, flavor: Flavor): string {
     }
   });
   if (offset !== policy.stateSize) throw new Error(`ratekeeper/redis: state layout ${offset} differs from the policy's ${policy.stateSize}`);
-  if (state.length + locals.length + (hasLog ? 5 : 0) > 170) {
+  if (state.length + locals.length + (hasLog ? 17 : 0) > 170) {
     throw new RatekeeperError(`redisStore: a policy of ${rules.length} rules keeps too many numbers for one Redis script; split it into several limiters`);
   }
   const logStrict = logRules[0]?.accounting === 'strict';
+  // the log's value layout (slidingLog.lua): the head read first, the bytes besides the buffer, the head as packed
+  const stateBytes = state.length * 8;
+  const head = 1 + stateBytes + 36 + LOG_HEAD_ENTRIES * 16;
+  const logVars: Record<string, string> = {
+    HEAD: String(head), FIXED: String(1 + stateBytes + 36 + 10),
+    STATE_HEAD: `pack('<c1${'d'.repeat(state.length)}dddI4I4I4', 'n', ${[...state, 'lbase', 'lnewest', 'ltotal', 'loff', 'ln', 'lcap'].join(', ')})`,
+    STATE_BODY_HEAD: `pack('<${'d'.repeat(state.length)}dddI4I4I4', ${[...state, 'lbase', 'lnewest', 'ltotal', 'loff', 'ln', 'lcap'].join(', ')})`,
+  };
   if (flavor === 'refund' && hasLog) {
-    const code = indent(fill(expand('slidingLog', 'refund'), constantVars(logRules[0], logPer, logLimit), 'slidingLog.lua (refund)'));
+    const code = indent(fill(expand('slidingLog', 'refund'), { ...constantVars(logRules[0], logPer, logLimit), ...logVars }, 'slidingLog.lua (refund)'));
     refund.push('-- the shared sliding log', ...(logStrict ? ['if not leakyOnly then', code, 'end'] : ['do', code, 'end']));
   }
 
   const charge: string[] = [];
-  const logCharge = hasLog ? fill(expand('slidingLog', 'charge'), constantVars(logRules[0], logPer, logLimit), 'slidingLog.lua (charge)') : '';
+  const logCharge = hasLog ? fill(expand('slidingLog', 'charge'), { ...constantVars(logRules[0], logPer, logLimit), ...logVars }, 'slidingLog.lua (charge)') : '';
   charge.push('if cost > 0 and not live then');
   if (chargeAll.length > 0) {
     charge.push('  if admitted then', ...chargeAll.map((l) => `    ${l}`), '    changed = true');
@@ -287,7 +298,13 @@ function body(policy: Policy, flavor: Flavor): string {
         case 'verdict':
           return flavor === 'compound' ? [`if mode == 1 then${dry ? ' return true' : ' if live then return okind == 3 end return allowed'} end`] : [];
         case 'store_live':
-          return flavor === 'refund' ? [template('policy').get('store_live') as string] : [];
+          return flavor === 'refund' ? [hasLog ? fill(expand('slidingLog', 'store_live'), logVars, 'slidingLog.lua (store_live)') : template('policy').get('store_live') as string] : [];
+        case 'fetch': return hasLog
+          ? [`local v = redis.call('GETRANGE', key, 0, ${head - 1})`, `local whole = #v < ${head}`, `if v == '' then v = false end`]
+          : [`local v = redis.call('GET', key)`];
+        case 'store': return hasLog
+          ? [fill(expand('slidingLog', 'store'), logVars, 'slidingLog.lua (store)')]
+          : ['if fresh > 1e13 then', `  redis.call('SET', key, $STATE_VALUE)`, 'else', `  redis.call('SET', key, $STATE_VALUE, 'PX', ceil(fresh))`, 'end'];
         default: throw new Error(`ratekeeper/redis: policy.lua has an unknown line @${what}`);
       }
     })();
@@ -295,7 +312,7 @@ function body(policy: Policy, flavor: Flavor): string {
   });
   let text = lines.join('\n');
   const zeros = state.map(() => '0').join(', ');
-  const logValue = hasLog ? ['(LB == 0 and L or sub(L, LB + 1))'] : [];
+  const logValue: string[] = [];
   const vars: Record<string, string> = {
     LOCALS: [`local fresh = 0`, ...chunk(locals).map((c) => `local ${c.join(', ')}`), ...(state.length > 0 ? [`local ${state.join(', ')}`] : [])].join('\n'),
     STATE_BYTES: String(state.length * 8),
@@ -304,8 +321,9 @@ function body(policy: Policy, flavor: Flavor): string {
     ZEROS: zeros,
     ALL_OK: rules.map((_, i) => `ok${i + 1}`).join(' and '),
     RULE_REPLY: flat ? replies.join(', ') : '',
-    REPLY_FMT: fmt(1 + replyCount),
-    LIVE_FMT: fmt(3 + replyCount),
+    REPLY_FMT: fmt(2 + replyCount),
+    LIVE_FMT: fmt(4 + replyCount),
+    HEAD: String(head),
     STATE_VALUE: [state.length > 0 ? `pack('<c1${'d'.repeat(state.length)}', 'n', ${state.join(', ')})` : `'n'`, ...logValue].join(' .. '),
     STATE_BODY: [state.length > 0 ? `pack('<${'d'.repeat(state.length)}', ${state.join(', ')})` : `''`, ...logValue].join(' .. '),
     ADMITTED: flavor === 'compound' ? 'allowed and mode == 2' : 'allowed',
@@ -316,9 +334,9 @@ function body(policy: Policy, flavor: Flavor): string {
   if (!flat) {
     // each rule packed its own part: the reply is the outcome, the parts, and for an override its end and reason
     text = text
-      .replace(/pack\('\$LIVE_FMT', okind, \$RULE_REPLY, now, ountil\)/, `pack('<d', okind) .. ${replies.join(' .. ')} .. pack('<dd', now, ountil)`)
-      .replace(/pack\('\$REPLY_FMT', 1, \$RULE_REPLY\)/, `pack('<d', 1) .. ${replies.join(' .. ')}`)
-      .replace(/pack\('\$REPLY_FMT', 0, \$RULE_REPLY\)/, `pack('<d', 0) .. ${replies.join(' .. ')}`);
+      .replace(/pack\('\$LIVE_FMT', okind, \$RULE_REPLY, now, ountil, wall\)/, `pack('<d', okind) .. ${replies.join(' .. ')} .. pack('<ddd', now, ountil, wall)`)
+      .replace(/pack\('\$REPLY_FMT', 1, \$RULE_REPLY, wall\)/, `pack('<d', 1) .. ${replies.join(' .. ')} .. pack('<d', wall)`)
+      .replace(/pack\('\$REPLY_FMT', 0, \$RULE_REPLY, wall\)/, `pack('<d', 0) .. ${replies.join(' .. ')} .. pack('<d', wall)`);
   }
   return fill(text, vars, 'policy.lua');
 }
@@ -398,8 +416,11 @@ function chunk<T>(list: T[]): T[][] {
   return out;
 }
 
-/** opScript — one of the small scripts (override, unoverride, reset): common.lua, record.lua and the file. */
-export const opScript = (name: 'override' | 'unoverride' | 'reset'): Script => new Script([tolerances(), lua('common'), lua('record'), lua(name)].join('\n'));
+/**
+ * opScript — one of the small scripts (override, unoverride, reset): common.lua, record.lua, deadline.lua (which takes
+ * the deadline off the front of ARGV, so the file reads its own ARGV as documented) and the file.
+ */
+export const opScript = (name: 'override' | 'unoverride' | 'reset'): Script => new Script([tolerances(), lua('common'), lua('record'), lua('deadline'), lua(name)].join('\n'));
 
 /**
  * policyId — names a policy's state layout in its keys, so that limiters with different policies on one Redis
@@ -407,5 +428,7 @@ export const opScript = (name: 'override' | 'unoverride' | 'reset'): Script => n
  */
 export function policyId(policy: Policy): string {
   const shape = policy.rules.map((r) => [r.algorithm, r.limit, r.per, r.burst, r.halfLife, r.accounting]);
-  return createHash('sha1').update(JSON.stringify(['ratekeeper-redis-1', shape])).digest('hex').slice(0, 12);
+  // -2: the sliding log's layout with a header and an in-place buffer (slidingLog.lua); policies without one keep -1
+  const version = policy.rules.some((r) => r.algorithm === 'slidingLog') ? 'ratekeeper-redis-2' : 'ratekeeper-redis-1';
+  return createHash('sha1').update(JSON.stringify([version, shape])).digest('hex').slice(0, 12);
 }

@@ -27,7 +27,10 @@ KEYS[1] — the client's value (record.lua): an optional block or exemption head
           until the state is equivalent to a fresh client's (the longest resetAfter); deleted when it already is.
 ARGV[1] — now: ms since the epoch, a decimal string; '' (or no ARGV at all) to use the server's TIME.
 ARGV[2] — cost: cost units, a decimal string >= 0; absent: 1. (The store sends no ARGV for the common check: the
-          server's clock, cost 1.)
+          server's clock, cost 1, no deadline.)
+ARGV[3] — deadline (optional): ms on the server's clock (TIME). A check that starts at or after it changes nothing
+          and replies with the error `LATE`: its caller has given up on it (answered by the failure policy), so it
+          must not be charged. (Refunds and compound checks carry no deadline.)
 Refund: the same KEYS[1] and ARGV[1]; ARGV[2] — the cost to give back; ARGV[3] — '1' to give it back to the rules
 with leaky accounting only (a compound request refused elsewhere), '0' to every rule. The reply is a check's of cost 0.
 Compound: KEYS — one client value per part (each of its own policy, as for a check); ARGV[1] — now, as above;
@@ -38,27 +41,31 @@ rules only; its reply keeps its own verdict). Returns one reply per part, in ord
 Returns little-endian doubles, lossless: the outcome (1 admitted, 0 refused, 2 blocked, 3 exempt); per rule, in
 order: admits (1 or 0), remaining, retryAfter (ms), resetAfter (ms), then rate (per second) for earrrl and
 exponential and delay (ms) for leakyBucket; for a block or exemption, then now (ms) and the override's end (ms, or
-inf), then the block's reason as bytes.
+inf); then the server's clock (TIME, ms; −1 when the script did not read it), from which the store learns the offset
+of its deadlines; then, for a block with a reason, 'r' and the reason as bytes (an empty reason is told from none).
 ]]
 
 --@@ check
 local key = KEYS[1]
-local now, cost = ARGV[1], ARGV[2]
-if now == nil or now == '' then
+local now, cost, deadline = ARGV[1], ARGV[2], ARGV[3]
+local wall = -1
+if now == nil or now == '' or deadline then
   local t = redis.call('TIME')
-  now = tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000
-else
-  now = tonumber(now)
+  wall = tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000
 end
+if now == nil or now == '' then now = wall else now = tonumber(now) end
+if deadline and wall >= tonumber(deadline) then return redis.error_reply('LATE the caller gave up on this check before it ran') end
 if cost == nil then cost = 1 else cost = tonumber(cost) end
 @body
 
 --@@ refund
 local key = KEYS[1]
 local now, cost, leakyOnly = ARGV[1], tonumber(ARGV[2]), ARGV[3] == '1'
+local wall = -1
 if now == '' then
   local t = redis.call('TIME')
   now = tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000
+  wall = now
 else
   now = tonumber(now)
 end
@@ -66,9 +73,11 @@ end
 
 --@@ compound
 local now = ARGV[1]
+local wall = -1
 if now == '' then
   local t = redis.call('TIME')
   now = tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000
+  wall = now
 else
   now = tonumber(now)
 end
@@ -103,7 +112,8 @@ if live and changed then
   local d = unpack('<d', v, 11)
   if se > d then d = se end
   local value = sub(v, 1, 18) .. pack('<d', se) .. sub(v, 27, at - 1) .. $STATE_BODY
-  if d == INF then
+  if d - w > 1e13 then
+    -- inf, or past ~317 years: no expiry rather than a PX Redis refuses
     redis.call('SET', key, value)
   elseif d > w then
     redis.call('SET', key, value, 'PX', ceil(d - w))
@@ -113,7 +123,7 @@ if live and changed then
 end
 
 --@@ body
-local v = redis.call('GET', key)
+@fetch
 -- at — where the state starts in v: after 'n', or after an override's header ('o', kind, 4 doubles, the reason).
 -- live — a block or exemption in force: every rule decides the request without being charged (nothing is stored),
 -- so that a block's wait includes the rules'; one that is over is forgotten (as the memory store does), keeping the
@@ -122,6 +132,11 @@ local at, live, okind, ountil, oreason = 2, false
 if v and byte(v, 1) == 111 then
   local untilMs, oe, se, rlen = unpack('<dddd', v, 3)
   at = 35
+@log   if not whole and rlen > 0 then
+@log     -- the head read so far may stop in the reason: read it again, as long again as the reason
+@log     v = redis.call('GETRANGE', key, 0, 33 + rlen + $HEAD - 1)
+@log     whole = #v < 33 + rlen + $HEAD
+@log   end
   if rlen >= 0 then
     oreason = sub(v, 35, 34 + rlen)
     at = 35 + rlen
@@ -130,7 +145,9 @@ if v and byte(v, 1) == 111 then
     live, ountil = true, untilMs
     if byte(v, 2) == 98 then okind = 2 else okind = 3 end
   elseif #v >= at then
+@log     if not whole then v, whole = redis.call('GET', key), true end
     redis.call('SET', key, 'n' .. sub(v, at), 'KEEPTTL')
+@log     v, at = 'n' .. sub(v, at), 2
   else
     redis.call('DEL', key)
   end
@@ -138,7 +155,7 @@ end
 
 $LOCALS
 if v and #v >= at + $STATE_BYTES - 1 then $STATE = unpack('$STATE_FMT', v, at) else $STATE = $ZEROS end
-@log local L, LB, ln, lbase, ltotal, lnewest, lcharged
+@log local le, loff, ln, lcap, lbase, ltotal, lnewest, lcharged, lwhole, lbuf, lpos, ldata, cq, ck, ldrop
 @log @read(at + $STATE_BYTES)
 local changed = false
 @refund
@@ -155,15 +172,16 @@ local admitted = $ADMITTED
 -- Every rule reports from the state as stored.
 @report
 @store_live
-if live then return pack('$LIVE_FMT', okind, $RULE_REPLY, now, ountil) .. (oreason or '')$RET_LIVE end
+if live then return pack('$LIVE_FMT', okind, $RULE_REPLY, now, ountil, wall) .. (oreason and ('r' .. oreason) or '')$RET_LIVE end
 
 -- Store, to expire when the state decides as a fresh client's would (fresh: the longest resetAfter): never earlier.
 if changed then
   if fresh > 0 then
-    redis.call('SET', key, $STATE_VALUE, 'PX', ceil(fresh))
+    -- (past 1e13 ms, ~317 years, or inf: no expiry rather than a PX Redis refuses; never forgive early)
+    @store
   else
     redis.call('DEL', key)
   end
 end
-if allowed then return pack('$REPLY_FMT', 1, $RULE_REPLY)$RET end
-return pack('$REPLY_FMT', 0, $RULE_REPLY)$RET
+if allowed then return pack('$REPLY_FMT', 1, $RULE_REPLY, wall)$RET end
+return pack('$REPLY_FMT', 0, $RULE_REPLY, wall)$RET

@@ -28,13 +28,15 @@ local function record_header(kind, untilMs, oe, se, reason)
   return 'o' .. kind .. struct.pack('<dddd', untilMs, oe, se, reason and #reason or -1) .. (reason or '')
 end
 
--- Record.store — writes value to expire at d (ms on the server clock; inf: never), or deletes the key when d has passed.
+-- Record.store — writes value to expire at d (ms on the server clock; inf or more than 1e13 ms ahead: never), or deletes
+-- the key when d has passed.
 local function record_store(key, value, d, wallnow)
-  if d == INF then
+  local left = d - wallnow
+  if left > 1e13 then
+    -- inf, or past ~317 years: no expiry rather than a PX Redis refuses (a number that large is sent as 1e+22)
     redis.call('SET', key, value)
     return
   end
-  local left = d - wallnow
   if left > 0 then redis.call('SET', key, value, 'PX', ceil(left)) else redis.call('DEL', key) end
 end
 local Record = { read = record_read, header = record_header, store = record_store }

@@ -1,17 +1,31 @@
 --[[
 slidingLog.lua — the twin of src/core/algorithms/slidingLog.ts: the shared Log (requests oldest first, as times and
-running cost totals, so that the cost in any window is a difference of two totals found by binary search) and the
+running cost totals, so that the cost in any window is a difference of two totals found by search) and the
 SlidingLog rule over it, as code templates that the composer (src/stores/redis/scripts.ts) pastes into the one
 straight-line script of a policy. No KEYS or ARGV of its own: the log is the tail of the client's value, which the
 policy script (policy.lua) reads and writes. Each `--@@ name` line starts a template; `@name(a, b)` pastes template
 `name` with $1 = a, $2 = b.
 
-The log, as policy locals: L, from byte LB + 1 on — little-endian doubles: base (the running total before the oldest
-entry, cost units), then (time, ms since the epoch, never decreasing; running total through the entry, cost units)
-pairs; ln — entries; lbase, ltotal (cost units) and lnewest (ms, −INF when empty) kept decoded; lcharged — whether
-this check filed a request. Entries are read in place by binary search (O(log n) reads), in the client's value itself
-until a request is filed (L = v, LB = where the log starts, so a check that files nothing copies nothing; one that
-files a request writes the log once, as a new string); entries are indexed from 0 like the TypeScript.
+The log in the value, after the rules' state: a header of little-endian numbers — base (the running total before the
+oldest entry, cost units), newest (the newest entry's time, ms; −inf when empty), total (the running total through
+it), off, n, cap (uint32: the oldest live entry's index in the buffer, live entries, the buffer's capacity, entries)
+— then the buffer: cap entries of (time, ms since the epoch, never decreasing; running total through the entry) as two
+doubles, live ones at indexes off … off + n − 1. A check costs O(log n) in the log's length, whatever it is:
+  - the script reads only the head of the value ($HEAD bytes: the state, the header and the first entries; a short
+    log is all there) with GETRANGE, and any other entry with GETRANGE too, 64 entries at a time (the chunk ck,
+    starting at buffer index cq);
+  - the entries are found by galloping searches from the oldest entry (the log is trimmed to the longest window at
+    every filing, so the entries that left that window are few and at the front) or, for a rule whose window is
+    shorter than the longest, from the newest;
+  - a filing trims from the front by moving off, appends the new entry in place (SETRANGE) and rewrites the header
+    with the state; the buffer is built anew (one GETRANGE of the live entries, one SET) only when it is full, more
+    than 1.5 times too large, or short enough to be read whole (then it is exactly n entries long): each entry is
+    copied O(1) times on average. A new buffer has room for about 1/8 more entries, rounded up to what the
+    allocator would give anyway (jemalloc's size classes): 16 to 24 bytes per logged request.
+Policy locals: le — the position of the buffer in v (1-based, so entry q starts at byte le + 16·q of v and of the
+stored value); loff, ln, lcap, lbase, lnewest, ltotal — the header, decoded; lcharged — this check filed a request;
+lwhole — the value is to be stored whole (SET) with lbuf as its buffer; lpos, ldata — else the bytes to write at
+lpos (0-based) besides the head; cq, ck — the chunk last read. The entries are indexed from 0 like the TypeScript.
 Placeholders, replaced at attach time (constants as exact numeric literals):
   $OK, $USED — decide: whether this rule admits the request; the cost in its window before it (report reuses it
                when nothing was filed)
@@ -19,113 +33,168 @@ Placeholders, replaced at attach time (constants as exact numeric literals):
   $LIMIT     — cost units per window;  $PER — the window, ms;  $SLACK — countSlack(limit);  $LIM_SLACK — limit + slack
   $LOG_PER, $LOG_LIMIT — the longest period (ms) and largest limit (cost units) of the policy's slidingLog rules:
                what the trimmed log must still hold
-Policy locals used: v (the client's value), now (ms), cost (cost units), allowed, floor, pack, unpack, sub, INF.
+  $BACK      — 1 when this rule's window is shorter than $LOG_PER (its searches gallop from the newest entry), else 0
+  $HEAD      — the bytes of a value the script reads first;  $FIXED — the bytes of a value besides its buffer, plus
+               Redis's string header;  $STATE_HEAD — the value's head as packed: 'n', the state, the log's header
+Policy locals used: key, v (the value's head, or all of it when whole), whole, at, live, changed, now (ms), cost (cost
+units), allowed, fresh, floor, ceil, abs, pack, unpack, sub, INF.
 ]]
 
 --@@ read
--- the log stored in the value v from byte $1 on, read in place; an empty log when absent
-lcharged = false
-if v and #v >= $1 + 7 then
-  L, LB = v, $1 - 1
-  ln = (#v - LB - 8) / 16
-  lbase = unpack('<d', v, $1)
-  if ln > 0 then lnewest, ltotal = unpack('<dd', v, #v - 15) else lnewest, ltotal = -INF, lbase end
+-- the log's header in v at byte $1; an empty log when absent
+lcharged, lwhole, cq, ck, ldrop = false, false, -1, '', 0
+le = $1 + 36
+if v and #v >= $1 + 35 then
+  lbase, lnewest, ltotal, loff, ln, lcap = unpack('<dddI4I4I4', v, $1)
 else
-  L, LB, ln, lbase, ltotal, lnewest = pack('<d', 0), 0, 0, 0, 0, -INF
+  lbase, lnewest, ltotal, loff, ln, lcap = 0, -INF, 0, 0, 0, 0
 end
 
---@@ first_after
--- $1 = the index of the oldest entry with time > $2 (ln when none).
-if ln > 0 and lnewest <= $2 then
-  $1 = ln
+--@@ entry
+-- $1 = the field at byte $3 (0: the time, 8: the running total) of live entry $2: the newest from the header, any
+-- other from v, the chunk last read, or a new chunk of 64 entries (1 KB: about what one entry costs to fetch)
+if $2 == ln - 1 then
+  if $3 == 0 then $1 = lnewest else $1 = ltotal end
 else
-  @gallop($1, 9, $2, 0)
-end
-
---@@ gallop
--- $1 = the index of the oldest entry whose field at byte $2 of its 16 (9: the time, 17: the running total) is over
--- $3 ($4 = 0) or at least $3 ($4 = 1); ln when none. A galloping search from the oldest entry: the log is trimmed to
--- the longest window at every filing, so the entries that left a window, and those that must slide out before a
--- retry, are few and at the front (O(log k) reads for k of them, instead of O(log n)).
-do
-  local gallop_bound = $3
-  local x
-  if ln > 0 then x = unpack('<d', L, LB + $2) end
-  if ln == 0 or x > gallop_bound or ($4 == 1 and x == gallop_bound) then
-    $1 = 0
+  local q = loff + $2
+  local p = le + 16 * q + $3
+  if p + 7 <= #v then
+    $1 = unpack('<d', v, p)
   else
-    local lo, hi = 0, 1
-    while hi < ln do
-      x = unpack('<d', L, LB + $2 + 16 * hi)
-      if x > gallop_bound or ($4 == 1 and x == gallop_bound) then break end
-      lo = hi
-      hi = hi * 2
+    if q < cq or q >= cq + 64 then
+      -- a chunk around q: the searches probe both ways
+      cq = q - 32
+      if cq < 0 then cq = 0 end
+      ck = redis.call('GETRANGE', key, le - 1 + 16 * cq, le + 1022 + 16 * cq)
     end
-    if hi > ln then hi = ln end
-    lo = lo + 1
-    while lo < hi do
-      local mid = floor((lo + hi) / 2)
-      x = unpack('<d', L, LB + $2 + 16 * mid)
-      if x > gallop_bound or ($4 == 1 and x == gallop_bound) then hi = mid else lo = mid + 1 end
-    end
-    $1 = lo
+    $1 = unpack('<d', ck, 16 * (q - cq) + $3 + 1)
   end
 end
 
+--@@ gallop
+-- $1 = the oldest live entry whose field at byte $2 (0: time, 8: running total), as x, makes $3 true ($3 is false
+-- for older entries and true from there on); ln when none. Galloping from the oldest entry ($4 = 0) or the newest
+-- ($4 = 1): O(log k) reads for an answer k entries from where it starts, then a binary search.
+do
+  local x
+  -- the answer is in (lo, hi]: $3 is false at lo (or lo = −1) and true at hi (or hi = ln)
+  local lo, hi, step = -1, 0, 1
+  if $4 == 0 then
+    while hi < ln do
+      @entry(x, hi, $2)
+      if $3 then break end
+      lo = hi
+      hi = hi + step
+      step = step * 2
+    end
+    if hi > ln then hi = ln end
+  else
+    lo, hi = ln - 1, ln
+    while lo >= 0 do
+      @entry(x, lo, $2)
+      if not ($3) then break end
+      hi = lo
+      lo = lo - step
+      step = step * 2
+    end
+    if lo < -1 then lo = -1 end
+  end
+  while hi - lo > 1 do
+    local mid = floor((lo + hi) / 2)
+    @entry(x, mid, $2)
+    if $3 then hi = mid else lo = mid end
+  end
+  $1 = hi
+end
+
+--@@ first_after
+-- $1 = the index of the oldest entry with time > $2 (ln when none), galloping from the newest when $3 = 1.
+@gallop($1, 0, x > $2, $3)
+
 --@@ cum
 -- $1 = the running total through entry $2 (the base for entry −1)
-if $2 < 0 then $1 = lbase else $1 = unpack('<d', L, LB + 17 + 16 * $2) end
-
---@@ first_reaching
--- $1 = the index of the oldest entry whose running total is >= $2 (ln when none).
-@gallop($1, 17, $2, 1)
-
---@@ used
--- $1 = the cost in the window (now − per, now]: the total minus the running total before the window's first entry
-local k, before
-@first_after(k, now - $PER)
-@cum(before, k - 1)
-$1 = ltotal - before
+if $2 < 0 then
+  $1 = lbase
+else
+  @entry($1, $2, 8)
+end
 
 --@@ decide
-@used($USED)
+-- $USED = the cost in the window (now − per, now]: the total minus the running total before the window's first
+-- entry, $K (kept for report)
+do
+  local before
+  @first_after($K, now - $PER, $BACK)
+  @cum(before, $K - 1)
+  $USED = ltotal - before
+end
 $OK = $USED + cost <= $LIM_SLACK
 
 --@@ charge
 -- push (files cost at now: into the newest entry when the clock stepped back or in the same ms, else a new entry)
 -- and trim (drops the entries no rule can look at again: those at or before now − LOG_PER, and the oldest ones while
--- the newer entries already hold more than LOG_LIMIT), written as one new string: the pushed entry is never dropped (its time
--- is now, and nothing newer holds anything), so what to drop is found on the entries as they are, whose running
--- totals the push does not change (but the newest one's, when it rewrites it).
+-- the newer entries already hold more than LOG_LIMIT). The pushed entry is never dropped (its time is now, and
+-- nothing newer holds anything), so what to drop is found on the entries as they are, whose running totals the push
+-- does not change (but the newest one's, when it rewrites it).
 local total = ltotal + cost
 local rewrite = ln > 0 and now <= lnewest
 local last = ln
 if rewrite then last = ln - 1 end
-local drop, c
-@first_after(drop, now - $LOG_PER)
-while drop < last do
-  @cum(c, drop)
-  if not (total - c > $LOG_LIMIT) then break end
-  drop = drop + 1
+local drop, base
+@first_after(drop, now - $LOG_PER, 0)
+if total - lbase > $LOG_LIMIT then
+  local keep
+  @gallop(keep, 8, not (total - x > $LOG_LIMIT), 0)
+  if keep > drop then drop = keep end
 end
-local base = lbase
-if drop > 0 then
-  @cum(base, drop - 1)
-end
-if rewrite then
-  L = pack('<d', base) .. sub(L, LB + 9 + 16 * drop, LB + 16 * ln) .. pack('<d', total)
+if drop > last then drop = last end
+@cum(base, drop - 1)
+local n2 = ln - drop
+if not rewrite then n2 = n2 + 1 end
+if whole or (not rewrite and loff + ln >= lcap) or lcap * 2 > n2 * 3 + 48 then
+  -- a new buffer: the kept entries (through the newest's time when its total is rewritten), the filed request, room
+  local from, upto = le + 16 * (loff + drop), le + 16 * (loff + last) - 1
+  if rewrite then upto = upto + 8 end
+  local kept = ''
+  if from > upto then
+    kept = ''
+  elseif whole then
+    kept = sub(v, from, upto)
+  else
+    kept = redis.call('GETRANGE', key, from - 1, upto - 1)
+  end
+  if rewrite then kept = kept .. pack('<d', total) else kept = kept .. pack('<dd', now, total) end
+  local cap = n2
+  if $FIXED + 16 * n2 >= $HEAD then
+    -- about 1/8 more, to the end of the allocator's size class (jemalloc: 4 classes per doubling)
+    local want = $FIXED + 18 * n2
+    local step = 16
+    while step * 8 < want do step = step * 2 end
+    cap = floor((ceil(want / step) * step - $FIXED) / 16)
+    kept = kept .. string.rep('\0', 16 * (cap - n2))
+  end
+  v, whole, lbuf, le, loff, lcap, lwhole, cq = kept, true, kept, 1, 0, cap, true, -1
 else
-  L = pack('<d', base) .. sub(L, LB + 9 + 16 * drop, LB + 8 + 16 * ln) .. pack('<dd', now, total)
-  ln = ln + 1
-  lnewest = now
+  -- in place: the entry after the newest (or the newest's total), then off moves past the dropped ones
+  if rewrite then
+    lpos, ldata = le - 1 + 16 * (loff + ln - 1) + 8, pack('<d', total)
+  else
+    lpos, ldata = le - 1 + 16 * (loff + ln), pack('<dd', now, total)
+  end
+  loff = loff + drop
 end
-ln = ln - drop
-LB, lbase, ltotal, lcharged = 0, base, total, true
+if not rewrite then lnewest = now end
+ln, lbase, ltotal, lcharged, ldrop = n2, base, total, true, drop
 
 --@@ report
+-- after a filing the window's first entry is the same one, ldrop entries nearer the front (or the oldest, when the
+-- trim dropped entries of the window): the pushed entry is newer than the window's start, and a trim drops a prefix
 local used = $USED
 if lcharged then
-  @used(used)
+  local k, before = $K - ldrop
+  if k < 0 then k = 0 end
+  @cum(before, k - 1)
+  used = ltotal - before
 end
 $REM = floor($LIMIT - used + $SLACK)
 if not ($REM > 0) then $REM = 0 end
@@ -136,39 +205,72 @@ elseif cost > $LIM_SLACK then
 else
   -- the entries slide out oldest first until the total before the window reaches total + cost − limit; the last of
   -- them, entry k, leaves the window at time(k) + per
-  local k
-  @first_reaching(k, ltotal + cost - $LIMIT - $SLACK)
-  $WAIT = unpack('<d', L, LB + 9 + 16 * k) + $PER - now
+  local k, t
+  @gallop(k, 8, x >= ltotal + cost - $LIMIT - $SLACK, $BACK)
+  @entry(t, k, 0)
+  $WAIT = t + $PER - now
 end
 if used > 0 then $RESET = lnewest + $PER - now else $RESET = 0 end
 
 --@@ refund
 -- gives back cost: removes the newest entries worth it (the newest remaining one keeps what is left of it), as
--- Log.refund does; never below an empty log
+-- Log.refund does; never below an empty log. In place: n shrinks, and the newest kept entry's total is rewritten.
 if ln > 0 and cost > 0 then
   local target = ltotal - cost
   local eps = (abs(ltotal) + cost) * 1e-12
-  -- lo: the oldest entry whose running total is over the target
-  local lo, hi = 0, ln
-  while lo < hi do
-    local mid = floor((lo + hi) / 2)
-    if unpack('<d', L, LB + 17 + 16 * mid) > target + eps then hi = mid else lo = mid + 1 end
-  end
-  local before
-  @cum(before, lo - 1)
-  local kept = sub(L, LB + 9, LB + 8 + 16 * lo)
+  local rk, before
+  -- rk: the oldest entry whose running total is over the target (the newest ones: a search from the newest)
+  @gallop(rk, 8, x > target + eps, 1)
+  @cum(before, rk - 1)
   if before >= target - eps then
-    L = pack('<d', lbase) .. kept
-    ln = lo
+    if rk == 0 then
+      loff, ln, lbase, ltotal, lnewest = 0, 0, 0, 0, -INF
+    else
+      local tk
+      @entry(tk, rk - 1, 0)
+      ln, ltotal, lnewest = rk, before, tk
+    end
   else
-    local tk = unpack('<d', L, LB + 9 + 16 * lo)
-    L = pack('<d', lbase) .. kept .. pack('<dd', tk, target)
-    ln = lo + 1
+    local tk
+    @entry(tk, rk, 0)
+    lpos, ldata = le - 1 + 16 * (loff + rk) + 8, pack('<d', target)
+    ln, ltotal, lnewest = rk + 1, target, tk
   end
-  LB, lcharged = 0, true
-  if ln == 0 then
-    L, lbase, ltotal, lnewest = pack('<d', 0), 0, 0, -INF
+  lcharged = true
+end
+
+--@@ store_live
+-- (refund) a state changed under a live block or exemption: the override's se (the state's end on the server's clock)
+-- renewed, the state and the log's header written after the override's header, the rewritten entry; the key expires
+-- at the later of the override's and the state's ends
+if live and changed then
+  local t = redis.call('TIME')
+  local w = tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000
+  local se = 0
+  if fresh > 0 then se = w + fresh end
+  local d = unpack('<d', v, 11)
+  if se > d then d = se end
+  if d > w then
+    redis.call('SETRANGE', key, 18, pack('<d', se))
+    redis.call('SETRANGE', key, at - 1, $STATE_BODY_HEAD)
+    if lpos then redis.call('SETRANGE', key, lpos, ldata) end
+    if d - w > 1e13 then redis.call('PERSIST', key) else redis.call('PEXPIRE', key, ceil(d - w)) end
   else
-    lnewest, ltotal = unpack('<dd', L, 9 + 16 * (ln - 1))
+    redis.call('DEL', key)
   end
+end
+
+--@@ store
+-- the value: whole (one SET) when the log's buffer was built anew, else in place — the head (SETRANGE at 0: the
+-- state and the log's header), the filed entry, and the expiry
+if lwhole then
+  if fresh > 1e13 then
+    redis.call('SET', key, $STATE_HEAD .. lbuf)
+  else
+    redis.call('SET', key, $STATE_HEAD .. lbuf, 'PX', ceil(fresh))
+  end
+else
+  redis.call('SETRANGE', key, 0, $STATE_HEAD)
+  if lpos then redis.call('SETRANGE', key, lpos, ldata) end
+  if fresh > 1e13 then redis.call('PERSIST', key) else redis.call('PEXPIRE', key, ceil(fresh)) end
 end

@@ -1,0 +1,106 @@
+/**
+ * The sliding log on Redis at any length: the same decisions as the memory store for long logs (read in place,
+ * appended in place, trimmed by an offset, rebuilt when full; several windows over one log), and a check on a long
+ * log reads and writes a few entries, not the log: no GET or SET of the value in the steady state, and as many
+ * commands per check at 20 000 entries as at 200.
+ */
+import { describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import fc from 'fast-check';
+import { Policy } from '../../src/core/policy.js';
+import { rules } from '../../src/core/rules.js';
+import type { RuleConfig } from '../../src/core/algorithms/common.js';
+import { MemoryStore } from '../../src/stores/memory.js';
+import { RedisStore, type RedisBound } from '../../src/stores/redis/index.js';
+import { uniquePrefix, useRedis } from '../support/redis-suite.js';
+import { same } from '../conformance/run.js';
+
+const redis = useRedis();
+const T0 = 1_800_000_000_000.5;
+
+type Op = { op: 'check'; dt: number; cost: number } | { op: 'refund'; cost: number } | { op: 'block'; reason: string; for: number } | { op: 'unblock' } | { op: 'reset' };
+
+describe('long logs decide as the memory store', () => {
+  const ruleSets: fc.Arbitrary<RuleConfig[]> = fc.oneof(
+    fc.constant<RuleConfig[]>([rules.slidingLog({ limit: 150, per: 2_000 })]),
+    fc.constant<RuleConfig[]>([rules.slidingLog({ limit: 300, per: 5_000, accounting: 'strict' })]),
+    // several windows over one log: the short ones gallop from the newest entry
+    fc.constant<RuleConfig[]>([rules.slidingLog({ limit: 10, per: 50 }), rules.slidingLog({ limit: 120, per: 1_000 }), rules.slidingLog({ limit: 400, per: 8_000 })]),
+    fc.constant<RuleConfig[]>([rules.gcra({ limit: 1000, per: 1_000 }), rules.slidingLog({ limit: 5, per: 20, accounting: 'strict' }), rules.slidingLog({ limit: 200, per: 3_000, accounting: 'strict' })]),
+  );
+  const op: fc.Arbitrary<Op> = fc.oneof(
+    { weight: 60, arbitrary: fc.record({ op: fc.constant('check' as const), dt: fc.oneof(fc.constant(0), fc.integer({ min: 1, max: 12 }), fc.constant(-3), fc.constant(400)), cost: fc.constantFrom(1, 1, 1, 0, 0.5, 4) }) },
+    { weight: 1, arbitrary: fc.record({ op: fc.constant('block' as const), reason: fc.string({ maxLength: 40 }), for: fc.integer({ min: 1, max: 300 }) }) },
+    { weight: 1, arbitrary: fc.constant({ op: 'unblock' as const }) },
+    { weight: 1, arbitrary: fc.constant({ op: 'reset' as const }) },
+    { weight: 3, arbitrary: fc.record({ op: fc.constant('refund' as const), cost: fc.constantFrom(1, 2.5, 30) }) },
+  );
+
+  test('property: every decision equal, step by step', async () => {
+    await fc.assert(
+      fc.asyncProperty(ruleSets, fc.array(op, { minLength: 200, maxLength: 900 }), async (list: RuleConfig[], ops) => {
+        const policy = new Policy({ rules: list });
+        const mem = new MemoryStore().attach(policy);
+        const red = new RedisStore({ client: redis.client, prefix: uniquePrefix('log'), timeout: 5_000 }).attach(policy) as RedisBound;
+        let t = T0;
+        let refunded = false;
+        for (const [i, o] of ops.entries()) {
+          if (o.op === 'check') {
+            // (after a refund the clock does not step back: a state refunded to fresh is deleted on Redis and kept
+            // at `now` by the memory store, which differ for a check before that `now` — a known difference of refunds)
+            t += refunded ? Math.max(0, o.dt) : o.dt;
+            if (o.cost > 0) refunded = false;
+            same(await red.evaluate('k', o.cost, t), mem.evaluate('k', o.cost, t), `step ${i} (t=${t - T0} cost=${o.cost})`);
+          } else if (o.op === 'refund') {
+            refunded = true;
+            same(await red.refund('k', o.cost, t, false), mem.refund('k', o.cost, t, false), `step ${i} (refund ${o.cost} at t=${t - T0})`);
+          } else if (o.op === 'block') {
+            await red.setOverride('k', { kind: 'block', for: o.for, reason: o.reason }, t);
+            mem.setOverride('k', { kind: 'block', for: o.for, reason: o.reason }, t);
+          } else if (o.op === 'unblock') {
+            await red.clearOverride('k', 'block');
+            mem.clearOverride('k', 'block');
+          } else {
+            await red.reset('k');
+            mem.reset('k');
+          }
+        }
+      }),
+      { numRuns: 12 },
+    );
+  });
+});
+
+describe('a check on a long log does not read or write the log', () => {
+  /** perCheck — Redis commands per check, by name, over `n` checks at the steady state of a log of `entries`. */
+  async function perCheck(entries: number, n = 200): Promise<Record<string, number>> {
+    const lim = { rules: [rules.slidingLog({ limit: 10 * entries, per: entries })] };
+    const bound = new RedisStore({ client: redis.client, prefix: uniquePrefix('loglen'), timeout: 10_000 }).attach(new Policy(lim)) as RedisBound;
+    // one request per ms over a window of `entries` ms: the log holds `entries` requests
+    for (let i = 0; i < entries + 50; i += 1000) {
+      await Promise.all(Array.from({ length: Math.min(1000, entries + 50 - i) }, (_, j) => bound.evaluate('k', 1, T0 + i + j)));
+    }
+    const len = await redis.client.strlen(bound.redisKey('k'));
+    assert.ok(len >= entries * 16 && len <= entries * 24 + 200, `value of ${len} bytes for ${entries} entries (<= 24 B per entry)`);
+    await redis.client.config('RESETSTAT');
+    for (let i = 0; i < n; i++) {
+      const d = await bound.evaluate('k', 1, T0 + entries + 50 + i);
+      assert.equal(d.allowed, true);
+      assert.equal(d.remaining, 10 * entries - entries);
+    }
+    const stats = await redis.client.info('commandstats');
+    const out: Record<string, number> = {};
+    for (const m of stats.matchAll(/cmdstat_(\w+):calls=(\d+)/g)) if (m[1] !== 'evalsha' && m[1] !== 'info' && m[1] !== 'config') out[m[1]] = Number(m[2]) / n;
+    return out;
+  }
+
+  test('20 000 entries: no GET or SET per check (a rebuild now and then), as many commands as at 200', async () => {
+    const short = await perCheck(200);
+    const long = await perCheck(20_000);
+    const total = (x: Record<string, number>): number => Object.values(x).reduce((a, b) => a + b, 0);
+    assert.equal(long.get ?? 0, 0, `GET per check: ${JSON.stringify(long)}`);
+    assert.ok((long.set ?? 0) <= 0.01, `SET (a rebuilt log) per check: ${JSON.stringify(long)}`);
+    assert.ok(total(long) <= total(short) + 1, `commands per check: ${JSON.stringify(long)} at 20 000 vs ${JSON.stringify(short)} at 200`);
+    assert.ok(total(long) <= 10, `commands per check: ${JSON.stringify(long)}`);
+  });
+});
