@@ -239,7 +239,7 @@ async function main(argv: string[]): Promise<number> {
     }
   }
   if (argv[0] === 'demo') {
-    return (await import('./admin/demo.js')).demoCommand(argv.slice(1)).catch((e: unknown) => usage((e as Error).message));
+    return (await import('./server/demo.js')).serviceDemoCommand(argv.slice(1)).catch((e: unknown) => usage((e as Error).message));
   }
   let parsed;
   try {

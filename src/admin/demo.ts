@@ -36,6 +36,31 @@ export const ABUSERS = {
 } as const;
 
 /**
+ * driveTraffic — the demo's clients, on the real clock: every 50 ms each sends what its shape says for that slice of
+ * time to `send(target, key)`, target 'api' (limit 10/s) or 'login' (10 per 10 s): 40 users (one api request every
+ * 2 s, one login a minute), ABUSERS.steady at 16.7/s on api, ABUSERS.boundary with 10 logins on each side of every
+ * 10 s boundary, ABUSERS.burst at 30/s on api for 2 s out of every 6 s. Returns the function that stops it.
+ */
+export function driveTraffic(send: (target: 'api' | 'login', key: string) => void): () => void {
+  const TICK = 50;
+  let carry = 0;
+  const timer = setInterval(() => {
+    const now = Date.now();
+    for (let u = 0; u < 40; u++) {
+      if (Math.random() < (0.5 * TICK) / 1000) send('api', `user:${1000 + u}`);
+      if (Math.random() < TICK / 60_000) send('login', `user:${1000 + u}`);
+    }
+    carry += (16.7 * TICK) / 1000;
+    for (; carry >= 1; carry--) send('api', ABUSERS.steady);
+    const inWindow = now % 10_000;
+    if (inWindow >= 9_900 || inWindow < 100) for (let i = 0; i < 5; i++) send('login', ABUSERS.boundary);
+    if (now % 6000 < 2000) for (let i = 0; i < 30 * TICK / 1000 + (Math.random() < 0.5 ? 1 : 0); i++) send('api', ABUSERS.burst);
+  }, TICK);
+  timer.unref();
+  return () => clearInterval(timer);
+}
+
+/**
  * runDemo — the operators' view with simulated traffic, on the memory store and the real clock: 40 well-behaved
  * users, and three abusers of the EARRRL document's shapes — one steadily at 1.67× the limit of `api` (EARRRL keeps
  * refusing it for as long as it keeps it up), one sending a full window's worth on each side of every boundary of
@@ -60,29 +85,9 @@ export async function runDemo(options: DemoOptions = {}): Promise<Demo> {
     }),
   });
 
-  // Traffic: every 50 ms, each client sends what its shape says for that slice of time.
-  const TICK = 50;
-  let carry = 0;
-  const send = (l: Limiter, key: string): void => {
-    l.check(key).catch(() => undefined);
-  };
-  const timer = setInterval(() => {
-    const now = Date.now();
-    for (let u = 0; u < 40; u++) {
-      // users: about one request every 2 s on the api, one login a minute
-      if (Math.random() < (0.5 * TICK) / 1000) send(api, `user:${1000 + u}`);
-      if (Math.random() < TICK / 60_000) send(login, `user:${1000 + u}`);
-    }
-    // steady: 16.7/s = 1.67× api's limit
-    carry += (16.7 * TICK) / 1000;
-    for (; carry >= 1; carry--) send(api, ABUSERS.steady);
-    // window edge: 10 logins in the last 100 ms of each 10 s window and 10 in the first 100 ms of the next
-    const inWindow = now % 10_000;
-    if (inWindow >= 9_900 || inWindow < 100) for (let i = 0; i < 5; i++) send(login, ABUSERS.boundary);
-    // burst: 30/s for 2 s out of every 6 s
-    if (now % 6000 < 2000) for (let i = 0; i < 30 * TICK / 1000 + (Math.random() < 0.5 ? 1 : 0); i++) send(api, ABUSERS.burst);
-  }, TICK);
-  timer.unref();
+  const stopTraffic = driveTraffic((target, key) => {
+    (target === 'api' ? api : login).check(key).catch(() => undefined);
+  });
 
   let stopped = false;
   let finish: () => void = () => undefined;
@@ -93,7 +98,7 @@ export async function runDemo(options: DemoOptions = {}): Promise<Demo> {
   const close = async (): Promise<void> => {
     if (stopped) return done;
     stopped = true;
-    clearInterval(timer);
+    stopTraffic();
     if (stopTimer !== undefined) clearTimeout(stopTimer);
     await admin.close();
     await Promise.all([api.close(), login.close()]);

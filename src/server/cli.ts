@@ -33,6 +33,11 @@ Options (environment variable used when the flag is absent):
                                                                        RATE_LIMIT_RESPONSE_HEADERS_ENABLED=true
   --shadow-mode            decide and count, never refuse              SHADOW_MODE=true
   --denial-cache           answer a just-refused client locally until its retryAfter (Redis)
+  --admin-port N           the operators' view: admin API and dashboard (-1: off)
+                                                                       RATEKEEPER_ADMIN_PORT   default: 6070
+  --admin-host HOST        where the admin listener binds              RATEKEEPER_ADMIN_HOST   default: 127.0.0.1
+  --admin-token TOKEN      the admin API's bearer token (required off loopback; >= 16 characters)
+                                                                       RATEKEEPER_ADMIN_TOKEN
   --help, -h               this text
 
 The configuration is reloaded within a second of a change (a Kubernetes ConfigMap's symlink swap included); a bad
@@ -91,6 +96,7 @@ export function serveOptions(argv: string[], env: NodeJS.ProcessEnv): ServeOptio
         redis: { type: 'string' }, 'redis-cluster': { type: 'string' }, prefix: { type: 'string' },
         'on-store-error': { type: 'string' }, 'store-timeout': { type: 'string' }, 'max-keys': { type: 'string' },
         'response-headers': { type: 'boolean' }, 'shadow-mode': { type: 'boolean' }, 'denial-cache': { type: 'boolean' },
+        'admin-port': { type: 'string' }, 'admin-host': { type: 'string' }, 'admin-token': { type: 'string' },
         help: { type: 'boolean', short: 'h' },
       },
     });
@@ -134,6 +140,11 @@ export function serveOptions(argv: string[], env: NodeJS.ProcessEnv): ServeOptio
   if (onStoreError !== undefined) o.onStoreError = onStoreError;
   if (timeout !== undefined) o.storeTimeout = timeout;
   if (maxKeys !== undefined) o.maxKeys = maxKeys;
+  o.adminPort = port(f['admin-port'] ?? set(env.RATEKEEPER_ADMIN_PORT), '--admin-port') ?? 6070;
+  const adminHost = f['admin-host'] ?? set(env.RATEKEEPER_ADMIN_HOST);
+  if (adminHost !== undefined) o.adminHost = adminHost;
+  const adminToken = f['admin-token'] ?? set(env.RATEKEEPER_ADMIN_TOKEN);
+  if (adminToken !== undefined) o.adminToken = adminToken;
   return o;
 }
 

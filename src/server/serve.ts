@@ -1,4 +1,6 @@
+import { readFileSync } from 'node:fs';
 import { memoryStore } from '../stores/memory.js';
+import type { AdminServer } from '../admin/serve.js';
 import type { Store } from '../stores/types.js';
 import { RatekeeperError, show } from '../core/errors.js';
 import { loadConfig } from './config/index.js';
@@ -35,6 +37,15 @@ export interface ServeOptions {
   denialCache?: boolean;
   /** reloadPollMs — how often the configuration files are looked at. @default 250 */
   reloadPollMs?: number;
+  /**
+   * adminPort — the operators' view (admin API, live tail, dashboard: ratekeeper/admin) on its own listener; 0 picks a
+   * free port; undefined or -1: none. `ratekeeper serve` defaults it to 6070.
+   */
+  adminPort?: number;
+  /** adminHost — where the admin listener binds. Off loopback a token is required. @default '127.0.0.1' */
+  adminHost?: string;
+  /** adminToken — the admin API's bearer token. @default process.env.RATEKEEPER_ADMIN_TOKEN */
+  adminToken?: string;
   log?: (line: string) => void;
 }
 
@@ -44,6 +55,8 @@ export interface Running {
   metrics: Metrics;
   httpPort: number | undefined;
   grpcPort: number | undefined;
+  /** adminUrl — the dashboard's URL, when the admin listener is on. */
+  adminUrl: string | undefined;
   /** reload — loads the configuration now (what the watcher does on a change); rejects when it is bad. */
   reload(): Promise<void>;
   /** close — stops accepting calls, answers those in flight, closes the store's connections. */
@@ -60,17 +73,21 @@ export async function startService(options: ServeOptions): Promise<Running> {
     throw e;
   });
   metrics.configLoaded(true, cfg.loadedAt);
+  const withAdmin = options.adminPort !== undefined && options.adminPort >= 0;
   const { store, close: closeStore, healthy: storeHealthy } = await openStore(options, log);
   const service = new RateLimitService({
     store, metrics, responseHeaders: options.responseHeaders, shadowMode: options.shadowMode, denialCache: options.denialCache,
+    observe: withAdmin,
   });
   service.setConfig(cfg);
+  let shown = configText(cfg.files);
   log(`ratekeeper: config ${options.config}: ${cfg.files.length} file(s), ${cfg.domains.length} domain(s), ${cfg.limits.length} limit(s), ${cfg.policies.size} polic${cfg.policies.size === 1 ? 'y' : 'ies'}`);
 
   const reload = async (): Promise<void> => {
     try {
       const next = await loadConfig(options.config);
       const { kept, fresh } = service.setConfig(next);
+      shown = configText(next.files);
       metrics.configLoaded(true, next.loadedAt);
       log(`ratekeeper: config reloaded: ${next.limits.length} limit(s), ${next.policies.size} policies; ${kept} kept their state, ${fresh} start fresh`);
     } catch (e) {
@@ -101,16 +118,44 @@ export async function startService(options: ServeOptions): Promise<Running> {
     await closeStore();
     throw e;
   }
+  let admin: AdminServer | undefined;
+  if (withAdmin) {
+    try {
+      const { serveAdmin } = await import('../admin/serve.js');
+      admin = await serveAdmin({
+        limiters: () => service.limiters(), host: options.adminHost ?? '127.0.0.1', port: options.adminPort, token: options.adminToken,
+        config: () => ({ text: shown, loadedAt: service.config?.loadedAt ?? 0, files: service.config?.files ?? [] }),
+      });
+      log(`ratekeeper: admin listening on ${admin.url} (the dashboard; GET /admin/top, /admin/keys/:key, /admin/blocks …)`);
+    } catch (e) {
+      watcher.close();
+      await Promise.all([http?.close(0), grpcFront?.close(0)]);
+      await closeStore();
+      throw e;
+    }
+  }
   let closing: Promise<void> | undefined;
   return {
     service, metrics, reload,
-    httpPort: http?.port, grpcPort: grpcFront?.port,
+    httpPort: http?.port, grpcPort: grpcFront?.port, adminUrl: admin?.url,
     close: () => (closing ??= (async () => {
       watcher.close();
-      await Promise.all([http?.close(), grpcFront?.close()]);
+      await Promise.all([http?.close(), grpcFront?.close(), admin?.close()]);
+      for (const [, l] of service.limiters()) await l.close().catch(() => undefined);
       await closeStore();
     })()),
   };
+}
+
+/** configText — the configuration's files as text for the admin view (each under a `# file:` line). */
+function configText(files: readonly string[]): string {
+  return files.map((f) => {
+    try {
+      return `# file: ${f}\n${readFileSync(f, 'utf8')}`;
+    } catch {
+      return `# file: ${f} (unreadable now)\n`;
+    }
+  }).join('\n');
 }
 
 function hostPort(host: string, port: number): string {

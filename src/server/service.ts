@@ -21,6 +21,8 @@ export interface ServiceOptions {
   denialCache?: boolean;
   /** metrics — where decisions are counted. */
   metrics?: Metrics;
+  /** observe — every limiter remembers its heaviest clients and counts its decisions (the operators' view). @default false */
+  observe?: boolean;
   /**
    * clock — when given, every decision is made at its `now()` (ms) instead of the store's clock (Redis TIME, or the
    * limiter's): tests and replays. @default the store's clock
@@ -130,6 +132,9 @@ export class RateLimitService {
         fresh++;
       }
     }
+    // the limiters left behind stop sharing their observations (a timer each, on Redis); their state stays in the store
+    for (const [id, r] of this.limits) if (limits.get(id) !== r) r.limiter.sharing?.stop();
+    for (const [name, r] of this.policies) if (policies.get(name) !== r) r.limiter.sharing?.stop();
     this.limits = limits;
     this.policies = policies;
     this.cfg = cfg;
@@ -137,7 +142,10 @@ export class RateLimitService {
   }
 
   private runtime(rules: readonly RuleConfig[], dryRun: boolean, fingerprint: string): Runtime {
-    const limiter = new Limiter({ rules: [...rules], store: this.store, dryRun: dryRun || this.options.shadowMode === true, denialCache: this.options.denialCache === true });
+    const limiter = new Limiter({
+      rules: [...rules], store: this.store, dryRun: dryRun || this.options.shadowMode === true, denialCache: this.options.denialCache === true,
+      observe: this.options.observe === true,
+    });
     return { limiter, fingerprint, policyField: policyField(limiter.policy.rules, undefined), writer: new LimitFieldWriter(limiter.policy.rules) };
   }
 
