@@ -120,6 +120,9 @@ const CHECK_OPTIONS: ReadonlySet<string> = new Set(['cost', 'now']);
 const PEEK_OPTIONS: ReadonlySet<string> = new Set(['now']);
 const BLOCK_OPTIONS: ReadonlySet<string> = new Set(['for', 'reason']);
 const EXEMPT_OPTIONS: ReadonlySet<string> = new Set(['for']);
+/** TOP_OPTIONS, LIST_OPTIONS — the names of top()'s and blocks()/exemptions()'s options. */
+const TOP_OPTIONS: ReadonlySet<string> = new Set(['n', 'by', 'now', 'maxAge']);
+const LIST_OPTIONS: ReadonlySet<string> = new Set(['now', 'maxAge']);
 
 /** MAX_KEY_LENGTH — the longest key accepted, in UTF-16 units: a key is an identifier, not a payload. */
 export const MAX_KEY_LENGTH = 4096;
@@ -334,6 +337,7 @@ export class Limiter {
    * Needs `observe`.
    */
   async top(options: TopOptions = {}): Promise<TopEntry[]> {
+    callOptions(options, TOP_OPTIONS, 'top');
     const obs = this.observing('top');
     const n = options.n ?? 10;
     if (!Number.isSafeInteger(n) || n < 1) throw new RatekeeperError(`top.n must be an integer >= 1, got ${show(options.n)}`, 'ERR_ARGUMENT');
@@ -351,6 +355,7 @@ export class Limiter {
 
   /** inspect — `key`'s state now: every rule's as a cost-0 decision (nothing charged), its block or exemption, its observed rate. */
   async inspect(key: string, options: { now?: number } = {}): Promise<Inspection> {
+    callOptions(options, PEEK_OPTIONS, 'inspect');
     const k = key_(key);
     const now = this.time(options);
     const decision = await this.bound.evaluate(k, 0, now);
@@ -364,11 +369,13 @@ export class Limiter {
 
   /** blocks — the blocks in force now, on every store (on Redis, from the index the scripts keep). */
   async blocks(options: ListOptions = {}): Promise<OverrideEntry[]> {
+    callOptions(options, LIST_OPTIONS, 'blocks');
     return (await this.overrides(options.now, options.maxAge)).filter((o) => o.kind === 'block');
   }
 
   /** exemptions — the exemptions in force now. */
   async exemptions(options: ListOptions = {}): Promise<OverrideEntry[]> {
+    callOptions(options, LIST_OPTIONS, 'exemptions');
     return (await this.overrides(options.now, options.maxAge)).filter((o) => o.kind === 'exempt');
   }
 

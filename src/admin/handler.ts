@@ -1,6 +1,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Limiter } from '../limiter.js';
+import { checkOptions } from '../core/options.js';
 import { RatekeeperError, show } from '../core/errors.js';
 import { BadInput, SECURITY_HEADERS, body, fail, isLoopback, send } from './http.js';
 import { loadAssets } from './page.js';
@@ -56,6 +57,9 @@ export interface AdminOptions {
 /** AdminHandler — a node:http request handler; `next` (Express, Connect) is called for paths it does not serve. */
 export type AdminHandler = (req: IncomingMessage, res: ServerResponse, next?: (err?: unknown) => void) => void;
 
+/** ADMIN_OPTIONS — the names adminHandler's options may have (serveAdmin's add host and port). */
+export const ADMIN_OPTIONS: ReadonlySet<string> = new Set(['limiters', 'token', 'config', 'log']);
+
 /** MIN_TOKEN — the shortest token accepted, characters: a bearer token is a password for blocking anyone. */
 export const MIN_TOKEN = 16;
 
@@ -82,6 +86,7 @@ function named(limiters: Limiters): api.Named {
  */
 export function adminHandler(options: AdminOptions): AdminHandler {
   if (typeof options !== 'object' || options === null) throw new RatekeeperError(`adminHandler takes an options object like { limiters }, got ${show(options)}`);
+  checkOptions(options, ADMIN_OPTIONS, 'adminHandler');
   const { limiters, token, config } = options;
   const ok = typeof limiters === 'function' || limiters instanceof Map || (typeof limiters === 'object' && limiters !== null);
   if (!ok) throw new RatekeeperError(`adminHandler.limiters must be a Map, an object or a function returning [name, limiter] pairs, got ${show(limiters)}`);

@@ -1,7 +1,8 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { checkOptions } from '../core/options.js';
 import { RatekeeperError, show } from '../core/errors.js';
-import { adminHandler, type AdminOptions } from './handler.js';
+import { ADMIN_OPTIONS, adminHandler, type AdminOptions } from './handler.js';
 import { isLoopback } from './http.js';
 
 /** ServeAdminOptions — the admin listener: where, and the handler's options. */
@@ -27,8 +28,12 @@ export interface AdminServer {
  * Refuses to start off loopback without a token (a listener anyone on the network reaches must not let anyone
  * block or exempt clients).
  */
+/** SERVE_ADMIN_OPTIONS — the names serveAdmin's options may have. */
+const SERVE_ADMIN_OPTIONS: ReadonlySet<string> = new Set([...ADMIN_OPTIONS, 'host', 'port']);
+
 export async function serveAdmin(options: ServeAdminOptions): Promise<AdminServer> {
   if (typeof options !== 'object' || options === null) throw new RatekeeperError(`serveAdmin takes an options object like { limiters }, got ${show(options)}`);
+  checkOptions(options, SERVE_ADMIN_OPTIONS, 'serveAdmin');
   const host = options.host ?? '127.0.0.1';
   const port = options.port ?? 6070;
   if (typeof host !== 'string' || host === '') throw new RatekeeperError(`serveAdmin.host must be an address like '127.0.0.1', got ${show(options.host)}`);
@@ -38,7 +43,8 @@ export async function serveAdmin(options: ServeAdminOptions): Promise<AdminServe
   if (token === undefined && !isLoopback(host)) {
     throw new RatekeeperError(`the admin listener on ${host} is not loopback: give it a token (serveAdmin({ token }) or RATEKEEPER_ADMIN_TOKEN), or listen on 127.0.0.1`);
   }
-  const handler = adminHandler({ ...options, token });
+  const { host: _host, port: _port, ...handlerOptions } = options;
+  const handler = adminHandler({ ...handlerOptions, token });
   const server = createServer((req, res) => handler(req, res));
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);

@@ -1,9 +1,13 @@
 import type { Decision } from '../core/types.js';
+import { checkOptions } from '../core/options.js';
 import { RatekeeperError, show } from '../core/errors.js';
 import { HeavyHitters, type HeavyHitter, type HeavyHittersOptions } from './heavyHitters.js';
 import { DecisionSeries, OUTCOMES, type OutcomeName, type Series } from './series.js';
 
 /** ObserveOptions — what a limiter remembers of its decisions (`limiter({ observe: { … } })`). */
+/** OBSERVE_OPTIONS — the names an observe options object may have. */
+const OBSERVE_OPTIONS: ReadonlySet<string> = new Set(['capacity', 'halfLife', 'samples', 'resolution', 'tailAllowed', 'tailRefused', 'share']);
+
 export interface ObserveOptions extends HeavyHittersOptions {
   /**
    * samples — the most requests per second fed into the heavy-hitters summary. Below it every request is; above it
@@ -108,6 +112,7 @@ export class Observer {
 
   constructor(ruleNames: readonly string[], options: ObserveOptions = {}) {
     if (typeof options !== 'object' || options === null) throw new RatekeeperError(`observe must be true or an options object, got ${show(options)}`);
+    checkOptions(options, OBSERVE_OPTIONS, 'observe');
     this.hitters = new HeavyHitters(options);
     this.ruleNames = ruleNames;
     this.series = new DecisionSeries(OUTCOMES.length + ruleNames.length, options.resolution ?? 1000);
