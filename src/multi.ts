@@ -116,8 +116,8 @@ function prepare(items: readonly CheckAllItem[], options: CheckAllOptions | unde
       throw new RatekeeperError(`checkAll items[${i}].limiter must be a Limiter (made by limiter()), got ${show(it === null || typeof it !== 'object' ? it : it.limiter)}`, 'ERR_ARGUMENT');
     }
     const lim = it.limiter;
-    const key = key_(it.key);
     checkOptions(it, ITEM_FIELDS, `checkAll items[${i}]`, 'ERR_ARGUMENT');
+    const key = key_(it.key);
     const cost = cost_(it.cost === undefined ? undefined : { cost: it.cost }, `checkAll items[${i}]`);
     const bound = lim.bound;
     if (i === 0) store = lim.store;
@@ -148,7 +148,7 @@ function prepare(items: readonly CheckAllItem[], options: CheckAllOptions | unde
   // One time for every part: the explicit one, else the store's own clock (one TIME in the script), else ours.
   let now = options?.now;
   if (now !== undefined) {
-    if (typeof now !== 'number' || !Number.isFinite(now)) throw new RatekeeperError(`now must be a finite number of ms, got ${show(now)}`, 'ERR_ARGUMENT');
+    now = limiters[0].time({ now }); // the limiter's own check of an explicit time (finite, within the documented range)
   } else if (!(store !== undefined && parts[0].bound.ownClock)) {
     now = limiters[0].tick();
   }
@@ -171,6 +171,7 @@ function cachedRefusal(plan: Plan, items: readonly CheckAllItem[]): CheckAllResu
     const p = plan.parts[k];
     const hit = cache.get(p.key, p.cost, local[k]);
     if (hit === undefined) continue;
+    plan.limiters[k].observer?.record(p.key, p.cost, hit, local[k]);
     const decisions = items.map((_, i) => (plan.of[i] === k ? hit : unasked(plan.limiters[plan.of[i]].policy)));
     return { allowed: false, decisions, refusedBy: plan.of.indexOf(k), cached: true };
   }

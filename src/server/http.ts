@@ -2,6 +2,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { Decision } from '../core/types.js';
 import { RatekeeperError } from '../core/errors.js';
 import { seconds } from '../http/headers.js';
+import { MAX_AMOUNT } from '../core/rules.js';
 import { BadRequest, requestFromJson, responseToJson } from './rls.js';
 import { MAX_KEY_LENGTH } from '../limiter.js';
 import { policyKey, type RateLimitService } from './service.js';
@@ -153,7 +154,7 @@ export class HttpFront {
     if (typeof b.policy !== 'string' || b.policy === '') throw new BadRequest('policy', `must be a non-empty string, got ${JSON.stringify(b.policy)}`);
     if (typeof b.key !== 'string' || b.key === '') throw new BadRequest('key', `must be a non-empty string, got ${JSON.stringify(b.key)}`);
     const cost = b.cost === undefined ? 1 : b.cost;
-    if (typeof cost !== 'number' || !Number.isFinite(cost) || cost < 0) throw new BadRequest('cost', `must be a finite number >= 0, got ${JSON.stringify(b.cost)}`);
+    if (typeof cost !== 'number' || !Number.isFinite(cost) || cost < 0 || cost > MAX_AMOUNT) throw new BadRequest('cost', `must be a finite number from 0 to ${MAX_AMOUNT}, got ${JSON.stringify(b.cost)}`);
     checkKey(b.policy, b.key, 'key');
     const svc = this.options.service;
     const d = await svc.check(b.policy, b.key, cost);
@@ -182,7 +183,7 @@ export class HttpFront {
       if (policy === undefined || policy === '') throw new BadRequest('X-Ratekeeper-Policy', 'header is missing');
       if (key === undefined || key === '') throw new BadRequest('X-Ratekeeper-Key', 'header is missing');
       const cost = costText === undefined ? 1 : Number(costText);
-      if (!Number.isFinite(cost) || cost < 0 || costText?.trim() === '') throw new BadRequest('X-Ratekeeper-Cost', `must be a finite number >= 0, got ${JSON.stringify(costText)}`);
+      if (!Number.isFinite(cost) || cost < 0 || cost > MAX_AMOUNT || costText?.trim() === '') throw new BadRequest('X-Ratekeeper-Cost', `must be a finite number from 0 to ${MAX_AMOUNT}, got ${JSON.stringify(costText)}`);
       checkKey(policy, key, 'X-Ratekeeper-Key');
       const d = await this.options.service.check(policy, key, cost);
       this.decisionHeaders(res, policy, d);

@@ -132,9 +132,8 @@ export class RateLimitService {
         fresh++;
       }
     }
-    // the limiters left behind stop sharing their observations (a timer each, on Redis); their state stays in the store
-    for (const [id, r] of this.limits) if (limits.get(id) !== r) r.limiter.sharing?.stop();
-    for (const [name, r] of this.policies) if (policies.get(name) !== r) r.limiter.sharing?.stop();
+    for (const [id, r] of this.limits) if (limits.get(id) !== r) this.retire(r);
+    for (const [name, r] of this.policies) if (policies.get(name) !== r) this.retire(r);
     this.limits = limits;
     this.policies = policies;
     this.cfg = cfg;
@@ -147,6 +146,15 @@ export class RateLimitService {
       observe: this.options.observe === true,
     });
     return { limiter, fingerprint, policyField: policyField(limiter.policy.rules, undefined), writer: new LimitFieldWriter(limiter.policy.rules) };
+  }
+
+  /**
+   * retire — a limiter the configuration no longer uses: it stops sharing its observations (a timer, on Redis) and
+   * the store forgets its in-process table (the memory store; Redis keys expire on their own).
+   */
+  private retire(r: Runtime): void {
+    r.limiter.sharing?.stop();
+    this.store.detach?.(r.limiter.policy);
   }
 
   /** headers — the RateLimit-Policy and RateLimit fields of a native policy's decision. */
@@ -299,7 +307,10 @@ export class RateLimitService {
       this.options.metrics?.decision(plan.domain, it.metricKey, dec, it.cost);
     }
     const response: RlsResponse = { overall_code: overall, statuses, response_headers_to_add: [] };
-    if (this.options.responseHeaders === true && live.length > 0) response.response_headers_to_add = headersFor(live, decisions);
+    if (this.options.responseHeaders === true) {
+      if (plan.refused) response.response_headers_to_add = deniedHeaders(statuses);
+      else if (live.length > 0) response.response_headers_to_add = headersFor(live, decisions);
+    }
     return response;
   }
 
@@ -307,7 +318,12 @@ export class RateLimitService {
   private overrideRuntime(spec: LimitSpec): Runtime {
     let rt = this.overrides.get(spec.id);
     if (rt === undefined || rt.fingerprint !== spec.fingerprint) {
-      if (this.overrides.size >= MAX_OVERRIDES) this.overrides.delete(this.overrides.keys().next().value as string);
+      if (rt !== undefined) this.retire(rt);
+      if (this.overrides.size >= MAX_OVERRIDES) {
+        const oldest = this.overrides.keys().next().value as string;
+        this.retire(this.overrides.get(oldest)!);
+        this.overrides.delete(oldest);
+      }
       rt = this.runtime(spec.rules, false, spec.fingerprint);
       this.overrides.set(spec.id, rt);
     }
@@ -356,6 +372,17 @@ function windowLeft(spec: LimitSpec, now: number): number {
 
 function finite(ms: number, otherwise: number): number {
   return ms < Infinity ? ms : otherwise < Infinity ? otherwise : 0;
+}
+
+/** deniedHeaders — a request refused by a requests_per_unit: 0 limit: Retry-After until that limit's window ends. */
+function deniedHeaders(statuses: RlsStatus[]): RlsResponse['response_headers_to_add'] {
+  let wait = 0;
+  for (const st of statuses) {
+    if (st?.code !== 'OVER_LIMIT' || st.duration_until_reset === undefined) continue;
+    wait = Math.max(wait, st.duration_until_reset.seconds * 1000 + st.duration_until_reset.nanos / 1e6);
+  }
+  const s = seconds(wait);
+  return s === undefined || s === 0 ? [] : [{ key: 'Retry-After', value: String(s) }];
 }
 
 /**

@@ -50,6 +50,12 @@ export class MemoryStore implements Store {
     for (const t of this.tables.values()) t.clear();
   }
 
+  /** detach — forgets the table of a policy no limiter uses any more (the service's replaced limits), and its clients. */
+  detach(policy: Policy): void {
+    this.tables.get(policy)?.clear();
+    this.tables.delete(policy);
+  }
+
   /**
    * evaluateAll — the parts decided all-or-nothing, exactly and synchronously: the verdicts of all parts but the last
    * on their stored state (nothing charged), then the last part decided for real (vetoed if an earlier one refused),
@@ -363,9 +369,7 @@ export class MemoryTable implements BoundStore {
   /** over — whether the penalty of the client in `slot` is over: every rule would admit a request of cost 1 now. */
   private over(slot: number, now: number): boolean {
     const o = slot * this.stride;
-    const outcomes = this.policy.peekOutcomes(this.slab, o, this.openLog(this.slab, o, slot), now, 1);
-    for (let i = 0; i < outcomes.length; i++) if (!outcomes[i].allowed) return false;
-    return true;
+    return this.policy.verdict(this.slab, o, this.openLog(this.slab, o, slot), now, 1);
   }
 
   private unlink(slot: number): void {

@@ -18,6 +18,8 @@ export interface Store {
   evaluateAll?(parts: readonly Part[], now: number | undefined): Decision[] | Promise<Decision[]> | undefined;
   /** close — releases what the store holds open (timers, connections it owns). */
   close?(): Promise<void> | void;
+  /** detach — the policy is no longer used by any limiter: the store may forget what it keeps for it in process. */
+  detach?(policy: Policy): void;
 }
 
 /** Part — one part of a compound request, as a store sees it: the policy's bound store, the client key, the cost. */

@@ -161,3 +161,11 @@ test('a compound of many large policies stays within Lua\'s 200 locals per funct
   assert.equal(r.allowed, true);
   assert.equal(r.decisions.length, 6);
 });
+
+test('checkAll refuses an explicit now outside the documented range, as check does', async () => {
+  const a = limiter({ rules: '5/s' });
+  const b = limiter({ rules: '5/min' });
+  await assert.rejects(checkAll([{ limiter: a, key: 'k' }, { limiter: b, key: 'k' }], { now: -5 }), /now/);
+  await assert.rejects(checkAll([{ limiter: a, key: 'k' }, { limiter: b, key: 'k' }], { now: 1e300 }), /now/);
+  await assert.rejects(checkAll([{ limiter: a, kye: 'k' } as never, { limiter: b, key: 'k' }]), /kye is not an option of checkAll items\[0\] \(did you mean `key`\?\)/);
+});

@@ -258,3 +258,21 @@ describe('service decisions on a 3-master Redis Cluster', () => {
   const redis = useCluster();
   suite(() => new RedisStore({ client: redis.client, prefix: uniquePrefix('svc'), timeout: 5000 }));
 });
+
+test('a reload that changes a limit\'s rules frees the old limiter\'s table on the memory store (no growth across reloads)', async () => {
+  const store = new MemoryStore();
+  const service = new RateLimitService({ store });
+  const tables = (): number => (store as unknown as { tables: Map<unknown, unknown> }).tables.size;
+  for (let i = 1; i <= 5; i++) {
+    service.setConfig(await configFrom(`domain: d\ndescriptors:\n  - key: user\n    rate_limit: { unit: minute, requests_per_unit: ${i} }\npolicies:\n  p: { rules: '${i}/s' }\n`));
+    await service.shouldRateLimit({ domain: 'd', descriptors: [{ entries: [{ key: 'user', value: 'u' }] }] });
+  }
+  assert.equal(tables(), 2, 'one table per live limit or policy');
+  // request-supplied limits: each distinct one is a limiter; they are bounded and freed when dropped
+  const config = await configFrom('domain: d\ndescriptors:\n  - key: user\n    rate_limit: { unit: minute, requests_per_unit: 1 }\n');
+  service.setConfig(config);
+  for (let rpu = 1; rpu <= 1100; rpu++) {
+    await service.shouldRateLimit({ domain: 'd', descriptors: [{ entries: [{ key: 'user', value: 'u' }], limit: { requests_per_unit: rpu, unit: 'MINUTE' } }] });
+  }
+  assert.ok(tables() <= 1 + 1024, `tables: ${tables()}`);
+});

@@ -755,6 +755,10 @@ export class RedisBound implements BoundStore {
       take('ov', await this.store.callBuffer('HGETALL', this.indexKeys('ov').det));
     } else {
       const cluster = this.store.client as unknown as ClusterLike;
+      if (typeof cluster.nodes !== 'function' || !Array.isArray(cluster.slots)) {
+        // node-redis's cluster client has neither the slot table nor the per-node pipelines this listing reads
+        throw new RatekeeperError('listing blocks and exemptions on a Redis Cluster needs an ioredis Cluster client (node-redis\'s createCluster cannot list them yet)', 'ERR_ARGUMENT');
+      }
       const owners = new Map<string, number[]>();
       cluster.slots.forEach((nodes, slot) => {
         const owner = nodes?.[0];
