@@ -1,4 +1,3 @@
-import { parseArgs } from 'node:util';
 import { limiter, type Limiter } from '../limiter.js';
 import { rules } from '../core/rules.js';
 import { memoryStore } from '../stores/memory.js';
@@ -109,30 +108,4 @@ export async function runDemo(options: DemoOptions = {}): Promise<Demo> {
   print(`abusers: ${Object.values(ABUSERS).join(', ')}`);
   print(`dashboard: ${admin.url}`);
   return { url: admin.url, limiters, admin, done, close };
-}
-
-/** demoCommand — `ratekeeper demo [--port N] [--host H] [--seconds N]`: runs the demo until Ctrl-C (or the time given). */
-export async function demoCommand(args: string[]): Promise<number> {
-  const { values } = parseArgs({
-    args, strict: true,
-    options: { port: { type: 'string' }, host: { type: 'string' }, seconds: { type: 'string' }, help: { type: 'boolean', short: 'h' } },
-  });
-  if (values.help) {
-    process.stdout.write('Usage: ratekeeper demo [--port 6070] [--host 127.0.0.1] [--seconds N]\n(off loopback, set RATEKEEPER_ADMIN_TOKEN)\n');
-    return 0;
-  }
-  const number = (v: string | undefined, flag: string): number | undefined => {
-    if (v === undefined) return undefined;
-    const x = Number(v);
-    if (!Number.isFinite(x) || x < 0) throw new Error(`${flag} must be a number >= 0, got ${JSON.stringify(v)}`);
-    return x;
-  };
-  const demo = await runDemo({ port: number(values.port, '--port'), host: values.host, seconds: number(values.seconds, '--seconds') });
-  const stop = (): void => void demo.close();
-  process.once('SIGINT', stop);
-  process.once('SIGTERM', stop);
-  await demo.done;
-  process.off('SIGINT', stop);
-  process.off('SIGTERM', stop);
-  return 0;
 }
