@@ -19,8 +19,8 @@ Options (environment variable used when the flag is absent):
   --config PATH            a YAML file or a directory of *.yaml        RATEKEEPER_CONFIG, else
                            (envoyproxy/ratelimit's YAML, plus policies)  $RUNTIME_ROOT/$RUNTIME_SUBDIRECTORY/config
   --host HOST              the address both listeners bind             HOST                    default: 127.0.0.1
-  --port N                 HTTP port (-1: no HTTP listener)            PORT                    default: 8080
-  --grpc-port N            gRPC port (-1: no gRPC listener)            GRPC_PORT               default: 8081
+  --port N                 HTTP port (off: no HTTP listener)            PORT                    default: 8080
+  --grpc-port N            gRPC port (off: no gRPC listener)            GRPC_PORT               default: 8081
   --redis URL              Redis: redis://host:port or host:port       REDIS_URL (with REDIS_TYPE=single)
   --redis-cluster URLS     Redis Cluster: some nodes, comma-separated  REDIS_URL (with REDIS_TYPE=cluster)
                            (neither: the embedded memory store, for one instance)
@@ -33,7 +33,7 @@ Options (environment variable used when the flag is absent):
                                                                        RATE_LIMIT_RESPONSE_HEADERS_ENABLED=true
   --shadow-mode            decide and count, never refuse              SHADOW_MODE=true
   --denial-cache           answer a just-refused client locally until its retryAfter (Redis)
-  --admin-port N           the operators' view: admin API and dashboard (-1: off)
+  --admin-port N           the operators' view: admin API and dashboard (off: none)
                                                                        RATEKEEPER_ADMIN_PORT   default: 6070
   --admin-host HOST        where the admin listener binds              RATEKEEPER_ADMIN_HOST   default: 127.0.0.1
   --admin-token TOKEN      the admin API's bearer token (required off loopback; >= 16 characters)
@@ -64,8 +64,10 @@ function int(value: string | undefined, what: string, min: number): number | und
 }
 
 function port(value: string | undefined, what: string): number | undefined {
+  // `off` (or -1, written --port=-1 since a leading dash reads as an option) turns the listener off
+  if (value !== undefined && /^(off|none)$/i.test(value.trim())) return -1;
   const n = int(value, what, -1);
-  if (n !== undefined && n > 65_535) throw new ServeUsageError(`${what} must be a port from 0 to 65535 (or -1 for none), got ${show(value)}`);
+  if (n !== undefined && n > 65_535) throw new ServeUsageError(`${what} must be a port from 0 to 65535 (or off for none), got ${show(value)}`);
   return n;
 }
 

@@ -47,7 +47,7 @@ export interface Served {
 /** serve — spawns `ratekeeper serve --port 0 --grpc-port 0 …args` and waits for both listeners' log lines. */
 export function serve(args: string[], env: NodeJS.ProcessEnv = {}): Promise<Served> {
   const t0 = performance.now();
-  const proc = spawn(process.execPath, [CLI, 'serve', '--port', '0', '--grpc-port', '0', '--admin-port', '-1', ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const proc = spawn(process.execPath, [CLI, 'serve', '--port', '0', '--grpc-port', '0', '--admin-port', 'off', ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   const log: string[] = [];
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => proc.once('exit', (code, signal) => resolve({ code, signal })));
   process.once('exit', () => proc.kill('SIGKILL'));
