@@ -106,13 +106,22 @@ async function serve(kind: ServerKind, redisPort: string | undefined): Promise<v
     await once(server, 'listening');
     http = (server.address() as { port: number }).port;
   }
+  // the server's own CPU time over a measured run (user + system µs), asked for by the load process over IPC
+  let from = process.cpuUsage();
+  process.on('message', (m) => {
+    if (m === 'start') from = process.cpuUsage();
+    else if (m === 'stop') {
+      const u = process.cpuUsage(from);
+      process.send?.(u.user + u.system);
+    }
+  });
   process.stdout.write(`${http} ${grpcPort}\n`);
 }
 
 async function start(kind: ServerKind, redisPort?: number): Promise<{ child: ChildProcess; http: number; grpc: number }> {
   const argv = [process.execPath, fileURLToPath(import.meta.url), '--serve', kind, String(redisPort ?? '')];
   const [cmd, ...args] = PIN ? ['taskset', '-c', SERVER_CPU, ...argv] : argv;
-  const child = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'inherit', 'ipc'] });
   const [chunk] = (await once(child.stdout!, 'data')) as [Buffer];
   const [http, grpc] = chunk.toString().trim().split(' ').map(Number);
   return { child, http, grpc };
@@ -230,13 +239,21 @@ async function throughput(): Promise<void> {
     { name: 'HTTP /json, bare node:http constant answer of the same size', kind: 'bare-http', run: (s) => httpLoad(s.http, '/json', SECONDS) },
   ];
   const runs = cases.map(() => [] as number[]);
+  /** cpu — the server's CPU µs per call in each round (what the server itself spends, whatever limits the load). */
+  const cpu = cases.map(() => [] as number[]);
   for (let round = 0; round < ROUNDS; round++) {
     for (let k = 0; k < cases.length; k++) {
       const j = (round + k) % cases.length;
       const s = await start(cases[j].kind);
       try {
         await cases[j].run(s).catch(() => 0); // warm-up
-        runs[j].push(await cases[j].run(s));
+        s.child.send('start');
+        const rate = await cases[j].run(s);
+        const used = once(s.child, 'message');
+        s.child.send('stop');
+        const [micros] = (await used) as [number];
+        runs[j].push(rate);
+        cpu[j].push(micros / (rate * SECONDS));
       } finally {
         await stop(s.child);
       }
@@ -257,6 +274,19 @@ async function throughput(): Promise<void> {
   row(3, 5, '>= 0.7×');
   row(4, undefined, 'ceiling');
   row(5, undefined, 'ceiling');
+  console.log('\nThe servers\' own CPU per call (µs, user + system, median of rounds): what each server spends, whatever limits the load generator. Ratio: the ceiling\'s µs / this one\'s (as a throughput on one core).\n');
+  console.log('| server | CPU µs per call (median) | rounds | vs its ceiling | target |');
+  console.log('|---|---:|---|---:|---|');
+  const cpuRow = (j: number, ceiling: number | undefined, target: string): void => {
+    const ratio = ceiling === undefined ? '' : `${(median(cpu[ceiling]) / median(cpu[j])).toFixed(2)}×`;
+    console.log(`| ${cases[j].name} | ${median(cpu[j]).toFixed(1)} | ${cpu[j].map((x) => x.toFixed(1)).join(' / ')} | ${ratio} | ${target} |`);
+  };
+  cpuRow(0, 1, '>= 0.6×');
+  cpuRow(1, undefined, 'ceiling');
+  cpuRow(2, 4, '>= 0.7×');
+  cpuRow(3, 5, '>= 0.7×');
+  cpuRow(4, undefined, 'ceiling');
+  cpuRow(5, undefined, 'ceiling');
 }
 
 async function latency(): Promise<void> {

@@ -23,8 +23,11 @@ export class Metrics {
   private readonly configTime: Gauge;
   private readonly latency: Histogram<'api' | 'code'>;
   private readonly badRequests: Counter<'api'>;
-  /** children — counter children by domain, limit, rule and outcome (prom-client's labels() hashes its labels every call). */
-  private readonly children = new Map<string, Map<string, { inc(n: number): void }>>();
+  /**
+   * children — counter children by domain, limit, rule position and outcome (prom-client's labels() hashes its labels
+   * on every call; these lookups do not build a string).
+   */
+  private readonly children = new Map<string, Map<string, { rule: string; children: Map<Outcome, { inc(n: number): void }> }[]>>();
 
   constructor(options: { defaultMetrics?: boolean } = {}) {
     const registers = [this.registry];
@@ -46,22 +49,28 @@ export class Metrics {
 
   /** decision — counts one decision's hits per rule. */
   decision(domain: string, limit: string, d: Decision, cost: number): void {
-    const ck = `${domain}\u0000${limit}`;
-    let byRule = this.children.get(ck);
+    let byDomain = this.children.get(domain);
+    if (byDomain === undefined) {
+      byDomain = new Map();
+      this.children.set(domain, byDomain);
+    }
+    // per limit: per rule (by position), per outcome, the counter child; rules keep their names for a limit's life
+    let byRule = byDomain.get(limit);
     if (byRule === undefined) {
-      byRule = new Map();
-      this.children.set(ck, byRule);
+      byRule = [];
+      byDomain.set(limit, byRule);
     }
     const n = cost > 0 ? cost : 1;
     if (d.reason === 'store-unavailable' || d.fallback === true) this.storeErrors.inc();
     for (let i = 0; i < d.rules.length; i++) {
       const r = d.rules[i];
       const outcome = outcomeOf(d, r.allowed, r.limit, r.remaining);
-      const k = `${r.name}\u0000${outcome}`;
-      let c = byRule.get(k);
+      let byOutcome = byRule[i];
+      if (byOutcome === undefined || byOutcome.rule !== r.name) byRule[i] = byOutcome = { rule: r.name, children: new Map() };
+      let c = byOutcome.children.get(outcome);
       if (c === undefined) {
         c = this.decisions.labels(domain, limit, r.name, outcome);
-        byRule.set(k, c);
+        byOutcome.children.set(outcome, c);
       }
       c.inc(n);
     }

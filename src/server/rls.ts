@@ -99,23 +99,29 @@ function unit(v: unknown, field: string): RlsUnit {
   throw new BadRequest(field, `must be one of ${UNITS.join(', ')}, got ${JSON.stringify(v)}`);
 }
 
+/** REQUEST_FIELDS, DESCRIPTOR_FIELDS — the JSON names (and proto names) of the messages' fields. */
+const REQUEST_FIELDS: ReadonlySet<string> = new Set(['domain', 'descriptors', 'hitsAddend', 'hits_addend']);
+const DESCRIPTOR_FIELDS: ReadonlySet<string> = new Set(['entries', 'limit', 'hitsAddend', 'hits_addend']);
+
 /** requestFromJson — a RateLimitRequest from its proto3 JSON form (camelCase or proto field names). */
 export function requestFromJson(body: unknown): RlsRequest {
   if (!isObject(body)) throw new BadRequest('body', `must be a JSON object (a RateLimitRequest), got ${JSON.stringify(body)?.slice(0, 80)}`);
-  const known = new Set(['domain', 'descriptors', 'hitsAddend', 'hits_addend']);
-  for (const k of Object.keys(body)) if (!known.has(k)) throw new BadRequest(k, 'is not a field of RateLimitRequest');
+  for (const k in body) if (!REQUEST_FIELDS.has(k)) throw new BadRequest(k, 'is not a field of RateLimitRequest');
   const domain = str(body.domain, 'domain');
   const raw = body.descriptors ?? [];
   if (!Array.isArray(raw)) throw new BadRequest('descriptors', 'must be an array');
   const descriptors = raw.map((d: unknown, i: number): RlsDescriptor => {
     const at = `descriptors[${i}]`;
     if (!isObject(d)) throw new BadRequest(at, 'must be an object');
-    for (const k of Object.keys(d)) if (!['entries', 'limit', 'hitsAddend', 'hits_addend'].includes(k)) throw new BadRequest(`${at}.${k}`, 'is not a field of RateLimitDescriptor');
+    for (const k in d) if (!DESCRIPTOR_FIELDS.has(k)) throw new BadRequest(`${at}.${k}`, 'is not a field of RateLimitDescriptor');
     const es = d.entries ?? [];
     if (!Array.isArray(es)) throw new BadRequest(`${at}.entries`, 'must be an array');
     const entries = es.map((e: unknown, j: number) => {
       if (!isObject(e)) throw new BadRequest(`${at}.entries[${j}]`, 'must be an object { key, value }');
-      return { key: str(e.key, `${at}.entries[${j}].key`), value: str(e.value, `${at}.entries[${j}].value`) };
+      // the common case (two strings) builds no field path; str() names it when one is wrong
+      const key = typeof e.key === 'string' ? e.key : str(e.key, `${at}.entries[${j}].key`);
+      const value = typeof e.value === 'string' ? e.value : str(e.value, `${at}.entries[${j}].value`);
+      return { key, value };
     });
     const out: RlsDescriptor = { entries };
     if (d.limit !== undefined && d.limit !== null) {
