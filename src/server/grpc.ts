@@ -49,27 +49,29 @@ export class GrpcFront {
   private readonly shouldRateLimit = (call: grpc.ServerUnaryCall<RlsRequest, RlsResponse>, callback: grpc.sendUnaryData<RlsResponse>): void => {
     this.inFlight++;
     const done = this.metrics?.time('grpc');
-    let p: Promise<RlsResponse>;
+    const answered = (r: RlsResponse): void => {
+      this.inFlight--;
+      done?.(r.overall_code);
+      callback(null, r);
+    };
+    const failed = (e: unknown): void => {
+      this.inFlight--;
+      const bad = e instanceof BadRequest || (e instanceof RatekeeperError && e.code === 'ERR_ARGUMENT');
+      if (bad) this.metrics?.badRequest('grpc');
+      else this.log(`grpc: ShouldRateLimit failed: ${(e as Error)?.stack ?? String(e)}`);
+      done?.(bad ? 'INVALID_ARGUMENT' : 'INTERNAL');
+      callback({ code: bad ? grpc.status.INVALID_ARGUMENT : grpc.status.INTERNAL, details: (e as Error)?.message ?? String(e) });
+    };
+    let r: RlsResponse | Promise<RlsResponse>;
     try {
-      p = this.service.shouldRateLimit(call.request);
+      r = this.service.decide(call.request);
     } catch (e) {
-      p = Promise.reject(e);
+      failed(e);
+      return;
     }
-    p.then(
-      (r) => {
-        this.inFlight--;
-        done?.(r.overall_code);
-        callback(null, r);
-      },
-      (e: unknown) => {
-        this.inFlight--;
-        const bad = e instanceof BadRequest || (e instanceof RatekeeperError && e.code === 'ERR_ARGUMENT');
-        if (bad) this.metrics?.badRequest('grpc');
-        else this.log(`grpc: ShouldRateLimit failed: ${(e as Error)?.stack ?? String(e)}`);
-        done?.(bad ? 'INVALID_ARGUMENT' : 'INTERNAL');
-        callback({ code: bad ? grpc.status.INVALID_ARGUMENT : grpc.status.INTERNAL, details: (e as Error)?.message ?? String(e) });
-      },
-    );
+    // the memory store answers in this tick; Redis once its reply is in
+    if (r instanceof Promise) r.then(answered, failed);
+    else answered(r);
   };
 
   /** listen — binds host:port (0: any free port) and resolves with the port. */

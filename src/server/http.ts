@@ -3,7 +3,7 @@ import type { Decision } from '../core/types.js';
 import { RatekeeperError } from '../core/errors.js';
 import { seconds } from '../http/headers.js';
 import { MAX_AMOUNT } from '../core/rules.js';
-import { BadRequest, requestFromJson, responseToJson } from './rls.js';
+import { BadRequest, requestFromJson, responseToJson, type RlsResponse } from './rls.js';
 import { MAX_KEY_LENGTH } from '../limiter.js';
 import { policyKey, type RateLimitService } from './service.js';
 import type { Api, Metrics } from './metrics.js';
@@ -88,7 +88,7 @@ export class HttpFront {
   }
 
   /** body — reads a JSON body (at most MAX_BODY bytes), then answers with `then`; a bad body is a 4xx. */
-  private body(req: IncomingMessage, res: ServerResponse, api: Api, then: (body: unknown) => Promise<void>): void {
+  private body(req: IncomingMessage, res: ServerResponse, api: Api, then: (body: unknown) => void | Promise<void>): void {
     this.inFlight++;
     const chunks: Buffer[] = [];
     let size = 0;
@@ -128,26 +128,39 @@ export class HttpFront {
         return;
       }
       const done = this.options.metrics?.time(api);
-      then(body).then(
-        () => {
-          done?.(String(res.statusCode));
-          finish();
-        },
-        (e: unknown) => {
-          this.failed(res, api, e);
-          done?.(String(res.statusCode));
-          finish();
-        },
-      );
+      const failed = (e: unknown): void => {
+        this.failed(res, api, e);
+        done?.(String(res.statusCode));
+        finish();
+      };
+      let p: void | Promise<void>;
+      try {
+        p = then(body);
+      } catch (e) {
+        failed(e);
+        return;
+      }
+      if (p === undefined) {
+        // answered in this tick (the memory store): no promise between the body and the answer
+        done?.(String(res.statusCode));
+        finish();
+        return;
+      }
+      p.then(() => {
+        done?.(String(res.statusCode));
+        finish();
+      }, failed);
     });
   }
 
-  private async json(body: unknown, res: ServerResponse): Promise<void> {
-    const r = await this.options.service.shouldRateLimit(requestFromJson(body));
-    send(res, r.overall_code === 'OVER_LIMIT' ? 429 : r.overall_code === 'OK' ? 200 : 500, 'application/json', JSON.stringify(responseToJson(r)));
+  /** json — answers at once when the store is synchronous, else once the decision is made. Throws on bad input. */
+  private json(body: unknown, res: ServerResponse): void | Promise<void> {
+    const r = this.options.service.decide(requestFromJson(body));
+    if (r instanceof Promise) return r.then((x) => writeRls(res, x));
+    writeRls(res, r);
   }
 
-  private async check(body: unknown, res: ServerResponse): Promise<void> {
+  private check(body: unknown, res: ServerResponse): void | Promise<void> {
     if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new BadRequest('body', 'must be a JSON object { "policy", "key", "cost"? }');
     const b = body as Record<string, unknown>;
     for (const k of Object.keys(b)) if (k !== 'policy' && k !== 'key' && k !== 'cost') throw new BadRequest(k, 'is not a field of a check: { "policy", "key", "cost"? }');
@@ -156,9 +169,14 @@ export class HttpFront {
     const cost = b.cost === undefined ? 1 : b.cost;
     if (typeof cost !== 'number' || !Number.isFinite(cost) || cost < 0 || cost > MAX_AMOUNT) throw new BadRequest('cost', `must be a finite number from 0 to ${MAX_AMOUNT}, got ${JSON.stringify(b.cost)}`);
     checkKey(b.policy, b.key, 'key');
-    const svc = this.options.service;
-    const d = await svc.check(b.policy, b.key, cost);
-    this.decisionHeaders(res, b.policy, d);
+    const policy = b.policy;
+    const d = this.options.service.checkNow(policy, b.key, cost);
+    if (d instanceof Promise) return d.then((x) => this.writeDecision(res, policy, x));
+    this.writeDecision(res, policy, d);
+  }
+
+  private writeDecision(res: ServerResponse, policy: string, d: Decision): void {
+    this.decisionHeaders(res, policy, d);
     send(res, d.allowed ? 200 : 429, 'application/json', decisionJson(d));
   }
 
@@ -256,6 +274,11 @@ export class HttpFront {
 function checkKey(policy: string, key: string, field: string): void {
   const n = policyKey(policy, key).length;
   if (n > MAX_KEY_LENGTH) throw new BadRequest(field, `is too long: ${key.length} characters, with the policy's name at most ${MAX_KEY_LENGTH} are accepted`);
+}
+
+/** writeRls — an RLS response as envoyproxy/ratelimit's /json answers it: 200 OK, 429 OVER_LIMIT, 500 otherwise. */
+function writeRls(res: ServerResponse, r: RlsResponse): void {
+  send(res, r.overall_code === 'OVER_LIMIT' ? 429 : r.overall_code === 'OK' ? 200 : 500, 'application/json', JSON.stringify(responseToJson(r)));
 }
 
 /** decisionJson — a Decision as JSON; an infinite wait (a block without end, a cost no rule can ever admit) is null. */

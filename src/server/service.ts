@@ -181,23 +181,31 @@ export class RateLimitService {
    * name, so two policies never share a client's state. Throws BadRequest for an unknown policy or a bad key or cost.
    */
   check(policyName: string, key: string, cost: number): Promise<Decision> {
-    const p = this.policies.get(policyName);
-    if (p === undefined) {
-      const names = [...this.policies.keys()];
-      return Promise.reject(new BadRequest('policy', `no policy ${JSON.stringify(policyName)} is configured${names.length ? ` (configured: ${names.slice(0, 20).map((n) => JSON.stringify(n)).join(', ')})` : ''}`));
-    }
-    const clock = this.options.clock;
-    const options = clock === undefined ? { cost } : { cost, now: clock.now() };
-    const count = (d: Decision): Decision => {
-      this.options.metrics?.decision('policy', policyName, d, cost);
-      return d;
-    };
     try {
-      if (this.sync && p.limiter.denialCache === undefined) return Promise.resolve(count(p.limiter.checkSync(policyKey(policyName, key), options)));
-      return p.limiter.check(policyKey(policyName, key), options).then(count);
+      const d = this.checkNow(policyName, key, cost);
+      return d instanceof Promise ? d : Promise.resolve(d);
     } catch (e) {
       return Promise.reject(e);
     }
+  }
+
+  /** checkNow — `check`, answered without a promise when the store is synchronous (the memory store). Throws on bad input. */
+  checkNow(policyName: string, key: string, cost: number): Decision | Promise<Decision> {
+    const p = this.policies.get(policyName);
+    if (p === undefined) {
+      const names = [...this.policies.keys()];
+      throw new BadRequest('policy', `no policy ${JSON.stringify(policyName)} is configured${names.length ? ` (configured: ${names.slice(0, 20).map((n) => JSON.stringify(n)).join(', ')})` : ''}`);
+    }
+    const clock = this.options.clock;
+    const options = clock === undefined ? { cost } : { cost, now: clock.now() };
+    const k = policyKey(policyName, key);
+    if (this.sync && p.limiter.denialCache === undefined) return this.counted(policyName, p.limiter.checkSync(k, options), cost);
+    return p.limiter.check(k, options).then((d) => this.counted(policyName, d, cost));
+  }
+
+  private counted(policyName: string, d: Decision, cost: number): Decision {
+    this.options.metrics?.decision('policy', policyName, d, cost);
+    return d;
   }
 
   /**
@@ -206,19 +214,25 @@ export class RateLimitService {
    */
   shouldRateLimit(req: RlsRequest): Promise<RlsResponse> {
     try {
-      const plan = this.plan(req);
-      if (plan.live.length === 0) return Promise.resolve(this.finish(plan, []));
-      const now = this.options.clock?.now();
-      const opts = now === undefined ? undefined : { now };
-      const parts = plan.refused
-        // refused already (a requests_per_unit: 0 limit): the others are looked at, not charged
-        ? plan.live.map((it) => ({ limiter: it.limiter, key: it.key, cost: 0 }))
-        : plan.live.map(toCheck);
-      if (this.sync) return Promise.resolve(this.finish(plan, checkAllSync(parts, opts).decisions));
-      return checkAll(parts, opts).then((r) => this.finish(plan, r.decisions));
+      const r = this.decide(req);
+      return r instanceof Promise ? r : Promise.resolve(r);
     } catch (e) {
       return Promise.reject(e);
     }
+  }
+
+  /** decide — `shouldRateLimit`, answered without a promise when the store is synchronous. Throws BadRequest. */
+  decide(req: RlsRequest): RlsResponse | Promise<RlsResponse> {
+    const plan = this.plan(req);
+    if (plan.live.length === 0) return this.finish(plan, []);
+    const now = this.options.clock?.now();
+    const opts = now === undefined ? undefined : { now };
+    const parts = plan.refused
+      // refused already (a requests_per_unit: 0 limit): the others are looked at, not charged
+      ? plan.live.map((it) => ({ limiter: it.limiter, key: it.key, cost: 0 }))
+      : plan.live.map(toCheck);
+    if (this.sync) return this.finish(plan, checkAllSync(parts, opts).decisions);
+    return checkAll(parts, opts).then((r) => this.finish(plan, r.decisions));
   }
 
   /** plan — what a request asks: each descriptor matched to its limit, or answered already (no limit, unlimited, deny-all). */
