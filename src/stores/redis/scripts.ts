@@ -351,9 +351,12 @@ function finish(title: string, code: string): Script {
   return new Script(`${title}\nlocal ${prelude.map(([n]) => n).join(', ')} = ${prelude.map(([, v]) => v).join(', ')}\n${code}`);
 }
 
-/** section — a section of policy.lua with its `@body` (or `@functions`) line replaced. */
+/** section — a section of policy.lua with its `@body` (or `@functions`) line replaced and its `@clock` line pasted. */
 function section(name: 'check' | 'refund' | 'compound', replacement: string): string {
-  return (template('policy').get(name) as string).replace(/^@(body|functions)$/m, () => replacement);
+  const policy = template('policy');
+  return (policy.get(name) as string)
+    .replace(/^@clock$/m, () => policy.get('clock') as string)
+    .replace(/^@(body|functions)$/m, () => replacement);
 }
 
 /** policyScript — the one straight-line check script of a policy (policy.lua's `check`, the body at top level). */

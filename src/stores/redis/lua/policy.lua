@@ -58,9 +58,8 @@ if deadline and wall >= tonumber(deadline) then return redis.error_reply('LATE t
 if cost == nil then cost = 1 else cost = tonumber(cost) end
 @body
 
---@@ refund
-local key = KEYS[1]
-local now, cost, leakyOnly = ARGV[1], tonumber(ARGV[2]), ARGV[3] == '1'
+--@@ clock
+-- (refund, compound) now: ARGV's time, or the server's TIME when it is ''; wall — the server's time when read (−1: not read)
 local wall = -1
 if now == '' then
   local t = redis.call('TIME')
@@ -69,18 +68,16 @@ if now == '' then
 else
   now = tonumber(now)
 end
+
+--@@ refund
+local key = KEYS[1]
+local now, cost, leakyOnly = ARGV[1], tonumber(ARGV[2]), ARGV[3] == '1'
+@clock
 @body
 
 --@@ compound
 local now = ARGV[1]
-local wall = -1
-if now == '' then
-  local t = redis.call('TIME')
-  now = tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000
-  wall = now
-else
-  now = tonumber(now)
-end
+@clock
 local F = {}
 @functions
 -- the verdicts on the stored state until one refuses; the last part decided for real (its verdict is its second
