@@ -7,7 +7,7 @@
  * The throughput measures run with two ioredis settings, the same for ratekeeper and rate-limiter-flexible (the
  * defaults, and enableAutoPipelining), nothing refused, alternating over BENCH_ROUNDS rounds (best of each shown),
  * with the CPU each check costs in Node and in redis-server beside the rate.
- * `npm run bench redis` (or node dist/bench/redis.js). Numbers are noisy on a shared machine: check the load average.
+ * `npm run bench redis` (or node dist/bench/redis.js; BENCH_PARTS=speed,log,memory chooses the parts). Numbers are noisy on a shared machine: check the load average.
  */
 import { spawnSync } from 'node:child_process';
 import { loadavg } from 'node:os';
@@ -26,6 +26,8 @@ const KEYS = 10_000;
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 2);
 /** ROUNDS — every throughput measure is repeated this many times, the measures alternating; the best of each is shown. */
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+/** PARTS — the parts to run (BENCH_PARTS): speed (throughput, one at a time, the denial cache), log (the sliding log's length), memory. */
+const PARTS = new Set((process.env.BENCH_PARTS ?? 'speed,log,memory').split(','));
 
 /** Usage — what one measure cost: checks per second, and CPU µs per check on the Node side and in redis-server. */
 interface Usage {
@@ -137,154 +139,187 @@ const settings: Setting[] = [false, true].map((auto, k) => {
 const client = settings[0].client;
 const store = new RedisStore({ client, prefix: 'bench:' });
 
-// redis-benchmark runs the very script of the 1-rule policy as the store sends it (no ARGV: Redis TIME, cost 1),
-// pipelined: 16 connections × 16.
-const lim1 = settings[0].lim1;
-const bound = store.attach(lim1.policy) as RedisBound;
-const script = policyScript(lim1.policy);
-await client.script('LOAD', script.text);
-function redisBenchmark(): Usage {
-  server.cli('CONFIG', 'RESETSTAT');
-  const r0 = redisCpu();
-  const n = Math.round(150_000 * SECONDS);
-  const r = spawnSync('redis-benchmark', ['-h', '127.0.0.1', '-p', String(server.port), '-c', '16', '-P', '16', '-n', String(n), '-r', String(KEYS), '--csv',
-    'EVALSHA', script.sha, '1', bound.redisKey('rb:__rand_int__')], { encoding: 'utf8' });
-  const line = r.stdout.trim().split('\n').at(-1) ?? '';
-  const rate = Number(line.split(',')[1]?.replace(/"/g, ''));
-  if (!(rate > 0)) throw new Error(`redis-benchmark: ${r.stdout}${r.stderr}`);
-  const usec = Number(/cmdstat_evalsha:[^\n]*usec_per_call=([\d.]+)/.exec(server.cli('INFO', 'commandstats'))?.[1] ?? NaN);
-  return { rate, node: NaN, redis: ((redisCpu() - r0) * 1e6) / n, script: usec, refused: 0, checks: n, calls: n };
-}
-
-const check = (lim: Limiter) => async (i: number): Promise<boolean> => (await lim.check(key(i))).allowed;
-const consume = (rlf: RateLimiterRedis) => (i: number): Promise<boolean> => rlf.consume(key(i)).then(() => true, () => false);
-const results = settings.map(() => ({ one: [] as Usage[], rlf: [] as Usage[], four: [] as Usage[] }));
-const rb: Usage[] = [];
-for (let round = 0; round < ROUNDS; round++) {
-  for (const [k, s] of settings.entries()) {
-    results[k].one.push(await throughput(check(s.lim1)));
-    results[k].rlf.push(await throughput(consume(s.rlf)));
-    results[k].four.push(await throughput(check(s.lim4)));
-  }
-  rb.push(redisBenchmark());
-}
-// the mean length of the 4-rule policy's logs at the end (n in the log's header: after 'n', 4 numbers of state, 3 doubles and off)
-const logKeys = Array.from({ length: 50 }, (_, i) => (settings[0].lim4.store as RedisStore).attach(settings[0].lim4.policy).redisKey(key(i * 19)));
-const heads = await Promise.all(logKeys.map((k) => client.getrangeBuffer(k, 61, 64)));
-const entries = heads.reduce((a, b) => a + (b.length === 4 ? b.readUInt32LE(0) : 0), 0) / heads.length;
-
-const [get, ping, single] = await p50s([() => client.get('nothing'), () => client.ping(), (i) => lim1.check(key(i))]);
-const [getAuto, singleAuto] = await p50s([() => settings[1].client.get('nothing'), (i) => settings[1].lim1.check(key(i))]);
-const rbBest = best(rb);
-
-const rows: string[] = [];
-console.log(`Redis ${version} on loopback, Node ${process.version}, ${SECONDS} s per measure, best of ${ROUNDS} alternating rounds, ${KEYS} keys, ${INFLIGHT} in flight; load average before: ${loadBefore}, after: ${loadavg().map((x) => x.toFixed(2)).join(' ')}.`);
-console.log('CPU columns: µs per check in Node / in redis-server (all of its threads) / inside the script (INFO commandstats, EVALSHA usec_per_call).\n');
-rows.push('| ioredis client | measure | ratekeeper | reference | ratio | target | ratekeeper CPU µs: node / redis / script | reference CPU µs |', '|---|---|---:|---:|---:|---|---|---|');
-for (const [k, s] of settings.entries()) {
-  const r = results[k];
-  const o = best(r.one);
-  const t = best(r.rlf);
-  const f = best(r.four);
-  const refused = [...r.one, ...r.rlf, ...r.four].reduce((a, u) => a + u.refused, 0);
-  if (refused > 0) console.log(`(${s.name}: ${refused} checks were refused during the throughput measures: the comparison is not of admissions only)`);
-  rows.push(`| ${s.name} | 256 in flight, checks/s (1 rule) vs RateLimiterRedis.consume() | ${fmt(o.rate)} | ${fmt(t.rate)} | ${ratio(o.rate, t.rate)} | >= 1.5× | ${cost(o)} | ${cost(t)} |`);
-  if (k === 0) rows.push(`| | 256 in flight, checks/s vs redis-benchmark, same script, -c 16 -P 16 | ${fmt(o.rate)} | ${fmt(rbBest.rate)} | ${ratio(o.rate, rbBest.rate)} | report | | – / ${rbBest.redis.toFixed(1)} / ${rbBest.script.toFixed(1)} |`);
-  rows.push(`| ${s.name} | 4 rules (slidingLog 1s and 1m over one log of ${k === 0 ? `${entries.toFixed(0)} entries at the end` : 'the same keys'}, tokenBucket, earrrl) vs 1 rule, checks/s | ${fmt(f.rate)} | ${fmt(o.rate)} | ${ratio(f.rate, o.rate)} | >= 0.7× | ${cost(f)} | |`);
-}
-rows.push(`| ioredis defaults | one at a time, p50 µs vs bare ioredis GET (PING: ${fmt(ping)} µs) | ${fmt(single)} | ${fmt(get)} | ${ratio(single, get)} | <= 1.2× | | |`);
-rows.push(`| enableAutoPipelining: true | one at a time, p50 µs vs bare ioredis GET | ${fmt(singleAuto)} | ${fmt(getAuto)} | ${ratio(singleAuto, getAuto)} | <= 1.2× | | |`);
-console.log(rows.join('\n'));
-const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[xs.length >> 1];
-const roundRatios = (a: Usage[], b: Usage[]): number[] => a.map((u, i) => u.rate / b[i].rate);
-for (const [k, s] of settings.entries()) {
-  const r = results[k];
-  const vsRlf = roundRatios(r.one, r.rlf);
-  const fourVsOne = roundRatios(r.four, r.one);
-  console.log(`\n${s.name}, ratio within each round (same machine state): 1 rule / RateLimiterRedis ${vsRlf.map((x) => x.toFixed(2)).join(', ')} (median ${median(vsRlf).toFixed(2)}×); 4 rules / 1 rule ${fourVsOne.map((x) => x.toFixed(2)).join(', ')} (median ${median(fourVsOne).toFixed(2)}×).`);
-}
-console.log(`\nAll rounds, checks/s: ${settings.map((s, k) => `${s.name}: 1 rule ${results[k].one.map((u) => fmt(u.rate)).join(', ')}; RateLimiterRedis ${results[k].rlf.map((u) => fmt(u.rate)).join(', ')}; 4 rules ${results[k].four.map((u) => fmt(u.rate)).join(', ')}`).join(' | ')}; redis-benchmark ${rb.map((u) => fmt(u.rate)).join(', ')}.`);
-
-// The denial cache under an abuser: one key far over its limit, 256 requests in flight.
-const abuse = async (lim: Limiter): Promise<[number, number]> => {
-  const u = await throughput(async () => (await lim.check('abuser')).allowed, INFLIGHT, SECONDS);
-  return [u.rate, u.calls / u.checks];
-};
-const abuseRules = (): RuleConfig[] => [rules.gcra({ limit: 10, per: '1s' })];
-const [plainRate, plainPer] = await abuse(limiter({ rules: abuseRules(), store }));
-const cachedLim = limiter({ rules: abuseRules(), store, denialCache: true });
-const [cachedRate, cachedPer] = await abuse(cachedLim);
-console.log('\nDenial cache, one abuser over gcra 10/s, 256 requests in flight:\n');
-console.log('| | checks/s | EVALSHA per check |\n|---|---:|---:|');
-console.log(`| without cache | ${fmt(plainRate)} | ${plainPer.toFixed(4)} |`);
-console.log(`| denialCache: true | ${fmt(cachedRate)} | ${cachedPer.toFixed(4)} |`);
-
-// The sliding log's length: a check on a key whose log holds 20 000 requests vs one whose log holds 200, at the
-// steady state (one request per ms over a window of n ms: each check files one and trims one), explicit times, one
-// at a time, the two lengths alternating over the rounds. Redis's time per check (usec_per_call) is what a long log
-// would take from every other client.
-const LOG_KEYS = 8;
-const logBench = [200, 20_000].map((n) => {
-  const lim = limiter({ rules: [rules.slidingLog({ limit: 10 * n, per: n })], store: new RedisStore({ client, prefix: `loglen${n}:` }) });
-  return { n, lim, clocks: new Float64Array(LOG_KEYS).fill(1_800_000_000_000), p50: [] as number[], script: [] as number[], bytes: 0 };
-});
-for (const b of logBench) {
-  for (let k = 0; k < LOG_KEYS; k++) {
-    for (let i = 0; i < b.n + 10; i += 1000) {
-      await Promise.all(Array.from({ length: Math.min(1000, b.n + 10 - i) }, () => b.lim.check(`k${k}`, { now: ++b.clocks[k] })));
-    }
-  }
-  b.bytes = (await Promise.all(Array.from({ length: LOG_KEYS }, (_, k) => client.strlen((b.lim.store as RedisStore).attach(b.lim.policy).redisKey(`k${k}`))))).reduce((x, y) => x + y, 0) / LOG_KEYS;
-}
-for (let round = 0; round < ROUNDS; round++) {
-  for (const b of logBench) {
+if (PARTS.has('speed')) {
+  // redis-benchmark runs the very script of the 1-rule policy as the store sends it (no ARGV: Redis TIME, cost 1),
+  // pipelined: 16 connections × 16.
+  const lim1 = settings[0].lim1;
+  const bound = store.attach(lim1.policy) as RedisBound;
+  const script = policyScript(lim1.policy);
+  await client.script('LOAD', script.text);
+  function redisBenchmark(): Usage {
     server.cli('CONFIG', 'RESETSTAT');
-    const lat = new Float64Array(4000);
-    for (let i = 0; i < lat.length; i++) {
-      const k = i % LOG_KEYS;
-      const t = performance.now();
-      const d = await b.lim.check(`k${k}`, { now: ++b.clocks[k] });
-      lat[i] = performance.now() - t;
-      if (!d.allowed) throw new Error('the log bench must not be refused');
-    }
-    lat.sort();
-    b.p50.push(lat[lat.length >> 1] * 1000);
-    b.script.push(Number(/cmdstat_evalsha:[^\n]*usec_per_call=([\d.]+)/.exec(server.cli('INFO', 'commandstats'))?.[1] ?? NaN));
+    const r0 = redisCpu();
+    const n = Math.round(150_000 * SECONDS);
+    const r = spawnSync('redis-benchmark', ['-h', '127.0.0.1', '-p', String(server.port), '-c', '16', '-P', '16', '-n', String(n), '-r', String(KEYS), '--csv',
+      'EVALSHA', script.sha, '1', bound.redisKey('rb:__rand_int__')], { encoding: 'utf8' });
+    const line = r.stdout.trim().split('\n').at(-1) ?? '';
+    const rate = Number(line.split(',')[1]?.replace(/"/g, ''));
+    if (!(rate > 0)) throw new Error(`redis-benchmark: ${r.stdout}${r.stderr}`);
+    const usec = Number(/cmdstat_evalsha:[^\n]*usec_per_call=([\d.]+)/.exec(server.cli('INFO', 'commandstats'))?.[1] ?? NaN);
+    return { rate, node: NaN, redis: ((redisCpu() - r0) * 1e6) / n, script: usec, refused: 0, checks: n, calls: n };
   }
-}
-const [short, long] = logBench;
-const med = (xs: number[]): number => [...xs].sort((a, b) => a - b)[xs.length >> 1];
-console.log('\nSliding log, one check at a time (explicit now), a log of 20 000 requests vs one of 200 (median of rounds):\n');
-console.log('| log | value, bytes (per entry) | p50 µs per check | Redis µs per check (usec_per_call) |\n|---|---:|---:|---:|');
-for (const b of logBench) console.log(`| ${b.n.toLocaleString('en-US')} requests | ${Math.round(b.bytes).toLocaleString('en-US')} (${(b.bytes / b.n).toFixed(1)}) | ${fmt(med(b.p50))} | ${med(b.script).toFixed(2)} |`);
-console.log(`| ratio 20 000 / 200 | | ${ratio(med(long.p50), med(short.p50))} | ${ratio(med(long.script), med(short.script))} (target <= 1.5×) |`);
-console.log(`Rounds: p50 ${logBench.map((b) => `${b.n}: ${b.p50.map(fmt).join(', ')}`).join('; ')}; script µs ${logBench.map((b) => `${b.n}: ${b.script.map((x) => x.toFixed(2)).join(', ')}`).join('; ')}.`);
 
-// Memory per tracked client, per algorithm: MEMORY USAGE of one client's key, and used_memory over 2000 clients.
+  const check = (lim: Limiter) => async (i: number): Promise<boolean> => (await lim.check(key(i))).allowed;
+  const consume = (rlf: RateLimiterRedis) => (i: number): Promise<boolean> => rlf.consume(key(i)).then(() => true, () => false);
+  const results = settings.map(() => ({ one: [] as Usage[], rlf: [] as Usage[], four: [] as Usage[] }));
+  const rb: Usage[] = [];
+  for (let round = 0; round < ROUNDS; round++) {
+    for (const [k, s] of settings.entries()) {
+      results[k].one.push(await throughput(check(s.lim1)));
+      results[k].rlf.push(await throughput(consume(s.rlf)));
+      results[k].four.push(await throughput(check(s.lim4)));
+    }
+    rb.push(redisBenchmark());
+  }
+  // the mean length of the 4-rule policy's logs at the end (n in the log's header: after 'n', 4 numbers of state, 3 doubles and off)
+  const logKeys = Array.from({ length: 50 }, (_, i) => (settings[0].lim4.store as RedisStore).attach(settings[0].lim4.policy).redisKey(key(i * 19)));
+  const heads = await Promise.all(logKeys.map((k) => client.getrangeBuffer(k, 61, 64)));
+  const entries = heads.reduce((a, b) => a + (b.length === 4 ? b.readUInt32LE(0) : 0), 0) / heads.length;
+
+  const [get, ping, single] = await p50s([() => client.get('nothing'), () => client.ping(), (i) => lim1.check(key(i))]);
+  const [getAuto, singleAuto] = await p50s([() => settings[1].client.get('nothing'), (i) => settings[1].lim1.check(key(i))]);
+  const rbBest = best(rb);
+
+  const rows: string[] = [];
+  console.log(`Redis ${version} on loopback, Node ${process.version}, ${SECONDS} s per measure, best of ${ROUNDS} alternating rounds, ${KEYS} keys, ${INFLIGHT} in flight; load average before: ${loadBefore}, after: ${loadavg().map((x) => x.toFixed(2)).join(' ')}.`);
+  console.log('CPU columns: µs per check in Node / in redis-server (all of its threads) / inside the script (INFO commandstats, EVALSHA usec_per_call).\n');
+  rows.push('| ioredis client | measure | ratekeeper | reference | ratio | target | ratekeeper CPU µs: node / redis / script | reference CPU µs |', '|---|---|---:|---:|---:|---|---|---|');
+  for (const [k, s] of settings.entries()) {
+    const r = results[k];
+    const o = best(r.one);
+    const t = best(r.rlf);
+    const f = best(r.four);
+    const refused = [...r.one, ...r.rlf, ...r.four].reduce((a, u) => a + u.refused, 0);
+    if (refused > 0) console.log(`(${s.name}: ${refused} checks were refused during the throughput measures: the comparison is not of admissions only)`);
+    rows.push(`| ${s.name} | 256 in flight, checks/s (1 rule) vs RateLimiterRedis.consume() | ${fmt(o.rate)} | ${fmt(t.rate)} | ${ratio(o.rate, t.rate)} | >= 1.5× | ${cost(o)} | ${cost(t)} |`);
+    if (k === 0) rows.push(`| | 256 in flight, checks/s vs redis-benchmark, same script, -c 16 -P 16 | ${fmt(o.rate)} | ${fmt(rbBest.rate)} | ${ratio(o.rate, rbBest.rate)} | report | | – / ${rbBest.redis.toFixed(1)} / ${rbBest.script.toFixed(1)} |`);
+    rows.push(`| ${s.name} | 4 rules (slidingLog 1s and 1m over one log of ${k === 0 ? `${entries.toFixed(0)} entries at the end` : 'the same keys'}, tokenBucket, earrrl) vs 1 rule, checks/s | ${fmt(f.rate)} | ${fmt(o.rate)} | ${ratio(f.rate, o.rate)} | >= 0.7× | ${cost(f)} | |`);
+  }
+  rows.push(`| ioredis defaults | one at a time, p50 µs vs bare ioredis GET (PING: ${fmt(ping)} µs) | ${fmt(single)} | ${fmt(get)} | ${ratio(single, get)} | <= 1.2× | | |`);
+  rows.push(`| enableAutoPipelining: true | one at a time, p50 µs vs bare ioredis GET | ${fmt(singleAuto)} | ${fmt(getAuto)} | ${ratio(singleAuto, getAuto)} | <= 1.2× | | |`);
+  console.log(rows.join('\n'));
+  const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[xs.length >> 1];
+  const roundRatios = (a: Usage[], b: Usage[]): number[] => a.map((u, i) => u.rate / b[i].rate);
+  for (const [k, s] of settings.entries()) {
+    const r = results[k];
+    const vsRlf = roundRatios(r.one, r.rlf);
+    const fourVsOne = roundRatios(r.four, r.one);
+    console.log(`\n${s.name}, ratio within each round (same machine state): 1 rule / RateLimiterRedis ${vsRlf.map((x) => x.toFixed(2)).join(', ')} (median ${median(vsRlf).toFixed(2)}×); 4 rules / 1 rule ${fourVsOne.map((x) => x.toFixed(2)).join(', ')} (median ${median(fourVsOne).toFixed(2)}×).`);
+  }
+  console.log(`\nAll rounds, checks/s: ${settings.map((s, k) => `${s.name}: 1 rule ${results[k].one.map((u) => fmt(u.rate)).join(', ')}; RateLimiterRedis ${results[k].rlf.map((u) => fmt(u.rate)).join(', ')}; 4 rules ${results[k].four.map((u) => fmt(u.rate)).join(', ')}`).join(' | ')}; redis-benchmark ${rb.map((u) => fmt(u.rate)).join(', ')}.`);
+
+  // The denial cache under an abuser: one key far over its limit, 256 requests in flight.
+  const abuse = async (lim: Limiter): Promise<[number, number]> => {
+    const u = await throughput(async () => (await lim.check('abuser')).allowed, INFLIGHT, SECONDS);
+    return [u.rate, u.calls / u.checks];
+  };
+  const abuseRules = (): RuleConfig[] => [rules.gcra({ limit: 10, per: '1s' })];
+  const [plainRate, plainPer] = await abuse(limiter({ rules: abuseRules(), store }));
+  const cachedLim = limiter({ rules: abuseRules(), store, denialCache: true });
+  const [cachedRate, cachedPer] = await abuse(cachedLim);
+  console.log('\nDenial cache, one abuser over gcra 10/s, 256 requests in flight:\n');
+  console.log('| | checks/s | EVALSHA per check |\n|---|---:|---:|');
+  console.log(`| without cache | ${fmt(plainRate)} | ${plainPer.toFixed(4)} |`);
+  console.log(`| denialCache: true | ${fmt(cachedRate)} | ${cachedPer.toFixed(4)} |`);
+
+}
+
+if (PARTS.has('log')) {
+  // The sliding log's length: a check on a key whose log holds 20 000 requests vs one whose log holds 200, at the
+  // steady state (one request per ms over a window of n ms: each check files one and trims one), explicit times, one
+  // at a time, the two lengths alternating over the rounds. Redis's time per check (usec_per_call) is what a long log
+  // would take from every other client.
+  const LOG_KEYS = 8;
+  const logBench = [200, 20_000].map((n) => {
+    const lim = limiter({ rules: [rules.slidingLog({ limit: 10 * n, per: n })], store: new RedisStore({ client, prefix: `loglen${n}:` }) });
+    return { n, lim, clocks: new Float64Array(LOG_KEYS).fill(1_800_000_000_000), p50: [] as number[], script: [] as number[], bytes: 0 };
+  });
+  for (const b of logBench) {
+    for (let k = 0; k < LOG_KEYS; k++) {
+      for (let i = 0; i < b.n + 10; i += 1000) {
+        await Promise.all(Array.from({ length: Math.min(1000, b.n + 10 - i) }, () => b.lim.check(`k${k}`, { now: ++b.clocks[k] })));
+      }
+    }
+    b.bytes = (await Promise.all(Array.from({ length: LOG_KEYS }, (_, k) => client.strlen((b.lim.store as RedisStore).attach(b.lim.policy).redisKey(`k${k}`))))).reduce((x, y) => x + y, 0) / LOG_KEYS;
+  }
+  for (let round = 0; round < ROUNDS; round++) {
+    for (const b of logBench) {
+      server.cli('CONFIG', 'RESETSTAT');
+      const lat = new Float64Array(4000);
+      for (let i = 0; i < lat.length; i++) {
+        const k = i % LOG_KEYS;
+        const t = performance.now();
+        const d = await b.lim.check(`k${k}`, { now: ++b.clocks[k] });
+        lat[i] = performance.now() - t;
+        if (!d.allowed) throw new Error('the log bench must not be refused');
+      }
+      lat.sort();
+      b.p50.push(lat[lat.length >> 1] * 1000);
+      b.script.push(Number(/cmdstat_evalsha:[^\n]*usec_per_call=([\d.]+)/.exec(server.cli('INFO', 'commandstats'))?.[1] ?? NaN));
+    }
+  }
+  const [short, long] = logBench;
+  const med = (xs: number[]): number => [...xs].sort((a, b) => a - b)[xs.length >> 1];
+  console.log('\nSliding log, one check at a time (explicit now), a log of 20 000 requests vs one of 200 (median of rounds):\n');
+  console.log('| log | value, bytes (per entry) | p50 µs per check | Redis µs per check (usec_per_call) |\n|---|---:|---:|---:|');
+  for (const b of logBench) console.log(`| ${b.n.toLocaleString('en-US')} requests | ${Math.round(b.bytes).toLocaleString('en-US')} (${(b.bytes / b.n).toFixed(1)}) | ${fmt(med(b.p50))} | ${med(b.script).toFixed(2)} |`);
+  console.log(`| ratio 20 000 / 200 | | ${ratio(med(long.p50), med(short.p50))} | ${ratio(med(long.script), med(short.script))} (target <= 1.5×) |`);
+  console.log(`Rounds: p50 ${logBench.map((b) => `${b.n}: ${b.p50.map(fmt).join(', ')}`).join('; ')}; script µs ${logBench.map((b) => `${b.n}: ${b.script.map((x) => x.toFixed(2)).join(', ')}`).join('; ')}.`);
+
+}
+
+// Memory per tracked client, per algorithm: MEMORY USAGE of one client's key, and used_memory over CLIENTS clients
+// checked on the server's clock (as an application's checks are), beside RateLimiterRedis's counter in the same run;
+// the one-number rows again under maxmemory-policy allkeys-lru, where Redis shares no small integer.
+const CLIENTS = Number(process.env.BENCH_MEM_CLIENTS ?? 50_000);
 const algorithms: Algorithm[] = ['fixedWindow', 'slidingWindow', 'slidingLog', 'tokenBucket', 'leakyBucket', 'gcra', 'earrrl', 'exponential'];
 const ruleOf = (a: Algorithm): RuleConfig => a === 'earrrl' ? rules.earrrl({ limit: 30, per: '1m', halfLife: '10s' }) : (rules[a] as (o: { limit: number; per: string }) => RuleConfig)({ limit: 30, per: '1m' });
-console.log('\nMemory per tracked client (one string key: the packed state; `MEMORY USAGE key SAMPLES 0` and the growth of used_memory), jemalloc, 64-bit:\n');
-console.log('| policy | MEMORY USAGE of one key, bytes | used_memory / client over 2000 clients, bytes |\n|---|---:|---:|');
+console.log(`\nMemory per tracked client (one string key; \`MEMORY USAGE key SAMPLES 0\` and the growth of used_memory over ${CLIENTS.toLocaleString('en-US')} clients checked on the server's clock, ${(CLIENTS / 10).toLocaleString('en-US')} for the 20-request logs), jemalloc, 64-bit, client keys \`client:N\`, ratekeeper's prefix \`rk:\`, RateLimiterRedis's \`rlflx:\`:\n`);
+console.log('| policy | MEMORY USAGE of one key, bytes | used_memory / client, bytes | the same under allkeys-lru |\n|---|---:|---:|---:|');
 const usedMemory = (): number => Number(/used_memory:(\d+)/.exec(server.cli('INFO', 'memory'))?.[1]);
-const policies: [string, RuleConfig[], number][] = [
-  ...algorithms.map((a): [string, RuleConfig[], number] => [a === 'slidingLog' ? 'slidingLog, 1 request in the log' : a, [ruleOf(a)], 1]),
-  ['slidingLog, 20 requests in the log', [ruleOf('slidingLog')], 20],
-  ['4 rules (gcra, slidingLog ×20, earrrl, fixedWindow)', memoryFour, 20],
+type MemRow = [name: string, list: RuleConfig[] | 'rlflx', per: number, lru: boolean];
+const memRows: MemRow[] = [
+  ...algorithms.map((a): MemRow => [a === 'slidingLog' ? 'slidingLog, 1 request in the log' : a, [ruleOf(a)], 1, a === 'gcra']),
+  ['slidingLog, 20 requests in the log', [ruleOf('slidingLog')], 20, false],
+  ['4 rules (gcra, slidingLog ×20, earrrl, fixedWindow)', memoryFour, 20, false],
+  ['RateLimiterRedis (a counter)', 'rlflx', 1, true],
 ];
-for (const [name, list, per] of policies) {
-  const lim = limiter({ rules: list, store: new RedisStore({ client, prefix: `mem${policies.findIndex((p) => p[0] === name)}:` }) });
-  const b = lim.store.attach(lim.policy) as RedisBound;
+/** perClient — used_memory's growth per client when `clients` clients are checked `per` times each, 256 in flight. */
+async function perClient(check: (key: string) => Promise<unknown>, clients: number, per: number): Promise<number> {
   server.cli('FLUSHALL');
   const m0 = usedMemory();
-  for (let i = 0; i < 2000; i += 100) {
-    await Promise.all(Array.from({ length: 100 }, async (_, j) => {
-      for (let k = 0; k < per; k++) await lim.check(`client:${i + j}`, { now: 1_800_000_000_000 + k * 1000 });
-    }));
-  }
-  const m1 = usedMemory();
-  const usage = await client.call('MEMORY', 'USAGE', b.redisKey('client:7'), 'SAMPLES', '0');
-  console.log(`| ${name} | ${usage} | ${Math.round((m1 - m0) / 2000)} |`);
+  let next = 0;
+  await Promise.all(Array.from({ length: 256 }, async () => {
+    for (let i = next++; i < clients; i = next++) for (let k = 0; k < per; k++) await check(`client:${i}`);
+  }));
+  return (usedMemory() - m0) / clients;
 }
+for (const [name, list, per, lru] of memRows) {
+  const clients = per > 1 ? CLIENTS / 10 : CLIENTS;
+  let check: (key: string) => Promise<unknown>;
+  let keyName: string;
+  if (list === 'rlflx') {
+    const rlf = new RateLimiterRedis({ storeClient: client, points: 1e9, duration: 60, keyPrefix: 'rlflx' });
+    check = (k) => rlf.consume(k);
+    keyName = 'rlflx:client:7';
+  } else {
+    const lim = limiter({ rules: list, store: new RedisStore({ client, prefix: 'rk:' }) });
+    check = (k) => lim.check(k);
+    keyName = (lim.store.attach(lim.policy) as RedisBound).redisKey('client:7');
+  }
+  const bytes = await perClient(check, clients, per);
+  const usage = await client.call('MEMORY', 'USAGE', keyName, 'SAMPLES', '0');
+  let underLru = '';
+  if (lru) {
+    server.cli('CONFIG', 'SET', 'maxmemory', '8gb');
+    server.cli('CONFIG', 'SET', 'maxmemory-policy', 'allkeys-lru');
+    underLru = String(Math.round(await perClient(check, clients, per)));
+    server.cli('CONFIG', 'SET', 'maxmemory-policy', 'noeviction');
+    server.cli('CONFIG', 'SET', 'maxmemory', '0');
+  }
+  console.log(`| ${name} | ${usage} | ${Math.round(bytes)} | ${underLru} |`);
+}
+server.cli('FLUSHALL');
 
 for (const s of settings) s.client.disconnect();
 store.close();

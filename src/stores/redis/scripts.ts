@@ -248,6 +248,8 @@ function body(policy: Policy, flavor: Flavor): string {
   if (state.length + locals.length + (hasLog ? 17 : 0) > 170) {
     throw new RatekeeperError(`redisStore: a policy of ${rules.length} rules keeps too many numbers for one Redis script; split it into several limiters`);
   }
+  // compact — one number of state and no log: stored as a small integer and the key's expiry (policy.lua)
+  const compact = state.length === 1 && !hasLog;
   const logStrict = logRules[0]?.accounting === 'strict';
   // the log's value layout (slidingLog.lua): the head read first, the bytes besides the buffer, the head as packed
   const stateBytes = state.length * 8;
@@ -299,12 +301,29 @@ function body(policy: Policy, flavor: Flavor): string {
           return flavor === 'compound' ? [`if mode == 1 then${dry ? ' return true' : ' if live then return okind == 3 end return allowed'} end`] : [];
         case 'store_live':
           return flavor === 'refund' ? [hasLog ? fill(expand('slidingLog', 'store_live'), logVars, 'slidingLog.lua (store_live)') : template('policy').get('store_live') as string] : [];
-        case 'fetch': return hasLog
-          ? [`local v = redis.call('GETRANGE', key, 0, ${head - 1})`, `local whole = #v < ${head}`, `if v == '' then v = false end`]
-          : [`local v = redis.call('GET', key)`];
-        case 'store': return hasLog
-          ? [fill(expand('slidingLog', 'store'), logVars, 'slidingLog.lua (store)')]
-          : ['if fresh > 1e13 then', `  redis.call('SET', key, $STATE_VALUE)`, 'else', `  redis.call('SET', key, $STATE_VALUE, 'PX', ceil(fresh))`, 'end'];
+        case 'fetch':
+          if (hasLog) return [`local v = redis.call('GETRANGE', key, 0, ${head - 1})`, `local whole = #v < ${head}`, `if v == '' then v = false end`];
+          // the compact form (policy.lua): the number is the key's expiry less j/4096 ms
+          if (compact) return [`local v = redis.call('GET', key)`, `if v and byte(v, 1) <= 57 then v = pack('<c1d', 'n', redis.call('PEXPIRETIME', key) - tonumber(v) / 4096) end`];
+          return [`local v = redis.call('GET', key)`];
+        case 'store':
+          if (hasLog) return [fill(expand('slidingLog', 'store'), logVars, 'slidingLog.lua (store)')];
+          return [
+            'if fresh > 1e13 then',
+            `  redis.call('SET', key, $STATE_VALUE)`,
+            ...(compact ? [
+              // the compact form when the number is on the server's clock and a multiple of 2^-12 ms (always, past 2^40 ms)
+              'else',
+              `  local e = ceil(${state[0]})`,
+              `  local j = (e - ${state[0]}) * 4096`,
+              '  if sclock and j == floor(j) then',
+              `    redis.call('SET', key, j, 'PXAT', e)`,
+              '  else',
+              `    redis.call('SET', key, $STATE_VALUE, 'PX', ceil(fresh))`,
+              '  end',
+            ] : ['else', `  redis.call('SET', key, $STATE_VALUE, 'PX', ceil(fresh))`]),
+            'end',
+          ];
         default: throw new Error(`ratekeeper/redis: policy.lua has an unknown line @${what}`);
       }
     })();
@@ -431,7 +450,9 @@ export const opScript = (name: 'override' | 'unoverride' | 'reset'): Script => n
  */
 export function policyId(policy: Policy): string {
   const shape = policy.rules.map((r) => [r.algorithm, r.limit, r.per, r.burst, r.halfLife, r.accounting]);
-  // -2: the sliding log's layout with a header and an in-place buffer (slidingLog.lua); policies without one keep -1
-  const version = policy.rules.some((r) => r.algorithm === 'slidingLog') ? 'ratekeeper-redis-2' : 'ratekeeper-redis-1';
-  return createHash('sha1').update(JSON.stringify([version, shape])).digest('hex').slice(0, 12);
+  // -2: the sliding log's layout with a header and an in-place buffer (slidingLog.lua); -3: one number, which may be
+  // compact (policy.lua); the others -1
+  const version = policy.rules.some((r) => r.algorithm === 'slidingLog') ? 'ratekeeper-redis-2' : policy.stateSize === 1 ? 'ratekeeper-redis-3' : 'ratekeeper-redis-1';
+  // 8 characters (48 bits): a short key name fits a smaller allocation (docs/redis.md, memory per tracked client)
+  return createHash('sha1').update(JSON.stringify([version, shape])).digest('base64url').slice(0, 8);
 }

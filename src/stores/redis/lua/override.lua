@@ -16,7 +16,7 @@ local key = KEYS[1]
 local now, isWall = clock(ARGV[1])
 local wallnow = isWall and now or wall()
 local duration = ARGV[3] == 'inf' and INF or tonumber(ARGV[3])
-local value = redis.call('GET', key)
+local value = Record.get(key)
 local ov, at = Record.read(value)
 local state, se = '', 0
 if at and #value >= at then

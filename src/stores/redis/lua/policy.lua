@@ -25,6 +25,10 @@ KEYS[1] — the client's value (record.lua): an optional block or exemption head
           doubles, the rules' state ($STATE, each algorithm's numbers as its file says: ms and cost units), then,
           with slidingLog rules, the shared log (slidingLog.lua). Absent = a fresh client. Written with PX = the time
           until the state is equivalent to a fresh client's (the longest resetAfter); deleted when it already is.
+          A state of one number and no log (one gcra rule) written on the server's clock is compact instead: a
+          decimal integer j in [0, 4096) and an expiry (PXAT) at the number rounded up to the ms, E; the number is
+          E − j/4096 (exact: a time past 2^40 ms is a multiple of 2^-12 ms), and E is when it becomes a fresh
+          client's. A small integer is an object Redis shares: the key costs no value of its own.
 ARGV[1] — now: ms since the epoch, a decimal string; '' (or no ARGV at all) to use the server's TIME.
 ARGV[2] — cost: cost units, a decimal string >= 0; absent: 1. (The store sends no ARGV for the common check: the
           server's clock, cost 1, no deadline.)
@@ -48,6 +52,7 @@ of its deadlines; then, for a block with a reason, 'r' and the reason as bytes (
 --@@ check
 local key = KEYS[1]
 local now, cost, deadline = ARGV[1], ARGV[2], ARGV[3]
+local sclock = now == nil or now == ''
 local wall = -1
 if now == nil or now == '' or deadline then
   local t = redis.call('TIME')
@@ -59,7 +64,9 @@ if cost == nil then cost = 1 else cost = tonumber(cost) end
 @body
 
 --@@ clock
--- (refund, compound) now: ARGV's time, or the server's TIME when it is ''; wall — the server's time when read (−1: not read)
+-- (refund, compound) now: ARGV's time, or the server's TIME when it is ''; wall — the server's time when read (−1: not
+-- read); sclock — whether now is the server's clock
+local sclock = now == ''
 local wall = -1
 if now == '' then
   local t = redis.call('TIME')

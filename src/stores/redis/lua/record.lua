@@ -9,8 +9,9 @@ its own). The value is
                                                    se (when the state becomes equivalent to a fresh client's on the
                                                    server's clock, ms; 0 without state), reason length (bytes, −1
                                                    for none);
-where state is the rules' state and the shared log as policy.lua describes (empty: a fresh client). The key expires
-at the later of the state's and the override's deadlines, never earlier.
+where state is the rules' state and the shared log as policy.lua describes (empty: a fresh client), or a compact
+one-number state (a decimal integer, policy.lua), which Record.get reads as 'n' .. state. The key expires at the later
+of the state's and the override's deadlines, never earlier.
 ]]
 
 -- Record.read — a value's override (nil when none) and the byte where its state starts (nil when there is no value).
@@ -39,4 +40,11 @@ local function record_store(key, value, d, wallnow)
   end
   if left > 0 then redis.call('SET', key, value, 'PX', ceil(left)) else redis.call('DEL', key) end
 end
-local Record = { read = record_read, header = record_header, store = record_store }
+-- Record.get — a client's value, a compact one-number state (a decimal j: the number is the key's expiry less j/4096 ms,
+-- policy.lua) rewritten as 'n' and the number.
+local function record_get(key)
+  local v = redis.call('GET', key)
+  if v and string.byte(v, 1) <= 57 then v = 'n' .. struct.pack('<d', redis.call('PEXPIRETIME', key) - tonumber(v) / 4096) end
+  return v
+end
+local Record = { get = record_get, read = record_read, header = record_header, store = record_store }

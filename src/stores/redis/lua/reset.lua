@@ -4,7 +4,7 @@ KEYS[1] — the client's value (record.lua): the state is dropped; the key then 
 No ARGV. Returns 1.
 ]]
 local key = KEYS[1]
-local value = redis.call('GET', key)
+local value = Record.get(key)
 local ov = Record.read(value)
 if not ov then
   redis.call('DEL', key)

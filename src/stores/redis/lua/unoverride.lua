@@ -7,7 +7,7 @@ ARGV[2] — with an index: the client's key as the application gave it (the inde
 Returns 1 when an override was lifted, else 0.
 ]]
 local key = KEYS[1]
-local value = redis.call('GET', key)
+local value = Record.get(key)
 local ov, at = Record.read(value)
 if not ov or ov.kind ~= ARGV[1] then return 0 end
 if KEYS[2] then Index.drop(KEYS[2], KEYS[3], ARGV[2]) end
