@@ -4,10 +4,16 @@
  *   RateLimitResponse (same proto): throughput with BENCH_STREAMS (64) calls in flight from this process;
  * - HTTP POST /v1/check and POST /json vs a bare node:http server that reads the body and answers a constant JSON;
  * - p50 and p99 of one call at a time, against the same ceilings;
- * - with Redis (a real redis-server): what the store adds to one call at a time in the service, beside what it adds
- *   to the library's own `check()` (the service's p50 on Redis minus on memory, over the library's p50 on Redis
- *   minus on memory).
- * Every server runs in its own process, pinned to the last CPU (taskset), the load in this one on the others.
+ * - with Redis (a real redis-server): what the store adds to one call at a time in the service (its p50 on Redis
+ *   minus on memory), beside what it adds to the library's own `check()` and `checkAll` of two limiters, and beside
+ *   the floor: a bare grpc-js server making one Redis round trip (a GET; an EVALSHA of a two-key script) per call.
+ * Every server runs in its own process, pinned to the last CPU (taskset), the load in this one on the others. In the
+ * Redis part the library loops run in their own process on the servers' CPU too, and redis-server is pinned to the
+ * load generator's CPUs: so every Redis round trip measured crosses CPUs the same way. (Started from this process,
+ * redis-server would inherit its CPU; a library loop in this process then never leaves that CPU, while the
+ * service's round trips cross twice, and on a VM whose idle CPUs halt each crossing is a wake-up through the
+ * hypervisor — that made the service's Redis cost look 5–7× the library's. The table's last row keeps that
+ * placement for comparison, and a column counts the CPUs' idle entries per call.)
  * Rounds alternate the servers; tables give each server's best round and every round. Limits are never reached:
  * the run fails if anything is refused. Environment: BENCH_SECONDS (3), BENCH_ROUNDS (3), BENCH_STREAMS (64),
  * BENCH_CONNECTIONS (64, HTTP), BENCH_SEQ (2000 calls one at a time), BENCH_PIN (1), BENCH_REDIS (1),
@@ -16,7 +22,7 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { createServer } from 'node:http';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -30,6 +36,8 @@ const SEQ = Number(process.env.BENCH_SEQ ?? 2000);
 const KEYS = 10_000;
 const PIN = process.env.BENCH_PIN !== '0' && availableParallelism() >= 2 && spawnSync('taskset', ['-V']).status === 0;
 const SERVER_CPU = String(availableParallelism() - 1);
+/** LOAD_CPUS — the CPUs of the load generator (and of redis-server): all but the servers'. */
+const LOAD_CPUS = SERVER_CPU === '1' ? '0' : `0-${Number(SERVER_CPU) - 1}`;
 
 const CONFIG = `
 domain: bench
@@ -68,7 +76,13 @@ const CONSTANT_JSON = JSON.stringify({
   ],
 });
 
-type ServerKind = 'service' | 'service-redis' | 'bare-grpc' | 'bare-http';
+type ServerKind = 'service' | 'service-redis' | 'bare-grpc' | 'bare-grpc-redis' | 'bare-grpc-eval' | 'bare-http';
+
+/**
+ * FLOOR_SCRIPT — what 'bare-grpc-eval' runs per call: a Lua script touching two keys, as the service's compound
+ * script does for two descriptors, without any rate limiting logic.
+ */
+const FLOOR_SCRIPT = "return { redis.call('INCR', KEYS[1]), redis.call('INCR', KEYS[2]) }";
 
 /** serve — a server process: prints `<http port> <grpc port>` (−1 for none). */
 async function serve(kind: ServerKind, redisPort: string | undefined): Promise<void> {
@@ -84,11 +98,23 @@ async function serve(kind: ServerKind, redisPort: string | undefined): Promise<v
     });
     http = r.httpPort!;
     grpcPort = r.grpcPort!;
-  } else if (kind === 'bare-grpc') {
+  } else if (kind === 'bare-grpc' || kind === 'bare-grpc-redis' || kind === 'bare-grpc-eval') {
     const grpc = await import('@grpc/grpc-js');
     const { rlsService } = await import('../src/server/grpc.js');
     const server = new grpc.Server();
-    server.addService(rlsService(), { ShouldRateLimit: (_call: unknown, cb: (e: null, r: unknown) => void) => cb(null, CONSTANT_RLS) });
+    type Cb = (e: Error | null, r?: unknown) => void;
+    let answer: (call: { request: { descriptors: { entries: { value: string }[] }[] } }, cb: Cb) => void = (_call, cb) => cb(null, CONSTANT_RLS);
+    if (kind !== 'bare-grpc') {
+      // one Redis round trip per call before the constant answer: a GET, or EVALSHA of a two-key script (FLOOR_SCRIPT)
+      const { Redis } = await import('ioredis');
+      const client = new Redis({ host: '127.0.0.1', port: Number(redisPort), maxRetriesPerRequest: 1 });
+      const sha = kind === 'bare-grpc-eval' ? ((await client.script('LOAD', FLOOR_SCRIPT)) as string) : '';
+      const reply = (cb: Cb) => (e: Error | null | undefined): void => (e ? cb(e) : cb(null, CONSTANT_RLS));
+      answer = kind === 'bare-grpc-redis'
+        ? (call, cb) => { client.get(`bench:${call.request.descriptors[0].entries[0].value}`, reply(cb)); }
+        : (call, cb) => { client.evalsha(sha, 2, `bench:${call.request.descriptors[0].entries[0].value}`, `bench:${call.request.descriptors[1].entries[0].value}`, reply(cb)); };
+    }
+    server.addService(rlsService(), { ShouldRateLimit: answer as never });
     grpcPort = await new Promise<number>((res, rej) => server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (e, p) => (e ? rej(e) : res(p))));
   } else {
     const server = createServer((req, res) => {
@@ -323,62 +349,145 @@ async function latency(): Promise<void> {
   });
 }
 
-async function redis(): Promise<void> {
-  const { RedisServer } = await import('../test/support/redis.js');
+/** LibKind — a library loop run in its own process ('--lib'), placed as the servers are. */
+type LibKind = 'check-memory' | 'check-redis' | 'all2-memory' | 'all2-redis';
+
+/**
+ * libSeq — p50 and p99 (µs) of the library called one at a time in this process: `check()` of one key, or `checkAll`
+ * of two limiters (one compound script on Redis, as the service's two descriptors), on the memory store or on the
+ * Redis at `redisPort`.
+ */
+async function libSeq(kind: LibKind, redisPort: number | undefined): Promise<[number, number]> {
   const { Redis } = await import('ioredis');
-  const { limiter, rules, memoryStore } = await import('../src/index.js');
+  const { limiter, rules, memoryStore, checkAll } = await import('../src/index.js');
   const { redisStore } = await import('../src/stores/redis/index.js');
-  const server = await RedisServer.start();
-  const client = new Redis({ host: '127.0.0.1', port: server.port });
+  const client = kind.endsWith('redis') ? new Redis({ host: '127.0.0.1', port: redisPort }) : undefined;
+  const store = client === undefined ? memoryStore() : redisStore({ client });
+  const a = limiter({ rules: [rules.fixedWindow({ limit: 1e9, per: '1s' })], store });
+  const b = limiter({ rules: [rules.fixedWindow({ limit: 1e9, per: '1m' })], store });
+  const one = kind.startsWith('check')
+    ? (i: number): Promise<unknown> => a.check(`c${i % KEYS}`)
+    : (i: number): Promise<unknown> => checkAll([{ limiter: a, key: `c${i % KEYS}` }, { limiter: b, key: `/p${i % 10}` }]);
   try {
-    const rule = rules.fixedWindow({ limit: 1e9, per: '1m' });
-    const onRedis = limiter({ rules: [rule], store: redisStore({ client }) });
-    const onMemory = limiter({ rules: [rule], store: memoryStore() });
-    const lib = async (l: typeof onRedis): Promise<number> => {
-      for (let i = 0; i < 300; i++) await l.check(`c${i}`);
-      const t: number[] = [];
-      for (let i = 0; i < SEQ; i++) {
-        const s = performance.now();
-        await l.check(`c${i % KEYS}`);
-        t.push((performance.now() - s) * 1000);
-      }
-      t.sort((a, b) => a - b);
-      return percentile(t, 0.5);
-    };
-    const libRedis: number[] = [];
-    const libMemory: number[] = [];
-    const svcRedis: number[] = [];
-    const svcMemory: number[] = [];
-    for (let round = 0; round < ROUNDS; round++) {
-      libRedis.push(await lib(onRedis));
-      libMemory.push(await lib(onMemory));
-      for (const [kind, out] of [['service-redis', svcRedis], ['service', svcMemory]] as const) {
-        const s = await start(kind, server.port);
-        try {
-          out.push((await grpcSeq(s.grpc))[0]);
-        } finally {
-          await stop(s.child);
-        }
-      }
+    for (let i = 0; i < 300; i++) await one(i);
+    const t: number[] = [];
+    for (let i = 0; i < SEQ; i++) {
+      const s = performance.now();
+      await one(i);
+      t.push((performance.now() - s) * 1000);
     }
-    const lr = median(libRedis);
-    const lm = median(libMemory);
-    const sr = median(svcRedis);
-    const sm = median(svcMemory);
-    console.log(`\n### Redis, one call at a time (p50 µs, median of ${ROUNDS} rounds; 1 descriptor … 2 descriptors over gRPC)\n`);
-    console.log('| | on memory | on Redis | what Redis adds |');
-    console.log('|---|---:|---:|---:|');
-    console.log(`| library check() | ${lm.toFixed(0)} | ${lr.toFixed(0)} | ${(lr - lm).toFixed(0)} |`);
-    console.log(`| service, gRPC ShouldRateLimit (2 descriptors) | ${sm.toFixed(0)} | ${sr.toFixed(0)} | ${(sr - sm).toFixed(0)} |`);
-    console.log(`\nWhat Redis adds to the service over what it adds to the library: ${((sr - sm) / (lr - lm)).toFixed(2)}× (target <= 1.3×)`);
+    t.sort((x, y) => x - y);
+    return [percentile(t, 0.5), percentile(t, 0.99)];
   } finally {
-    client.disconnect();
-    await server.stop();
+    client?.disconnect();
   }
 }
 
+/** libChild — libSeq in a child process pinned as the servers are; resolves with its [p50, p99]. */
+async function libChild(kind: LibKind, redisPort: number): Promise<[number, number]> {
+  const argv = [process.execPath, fileURLToPath(import.meta.url), '--lib', kind, String(redisPort)];
+  const [cmd, ...args] = PIN ? ['taskset', '-c', SERVER_CPU, ...argv] : argv;
+  const child = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'inherit'] });
+  let out = '';
+  child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+  const [code] = (await once(child, 'exit')) as [number];
+  if (code !== 0) throw new Error(`library loop ${kind} exited with ${code}`);
+  return JSON.parse(out) as [number, number];
+}
+
+/**
+ * idleEntries — how many times the CPUs have gone idle so far (Linux cpuidle counters), or undefined where they are
+ * not readable. On a VM whose idle CPUs halt, each entry is a halt the next wake-up pays for (an inter-processor
+ * interrupt through the hypervisor): the count per call says how many such wake-ups a call costs.
+ */
+function idleEntries(): number | undefined {
+  try {
+    let n = 0;
+    for (let c = 0; c < availableParallelism(); c++) {
+      const dir = `/sys/devices/system/cpu/cpu${c}/cpuidle`;
+      for (const st of readdirSync(dir)) if (st.startsWith('state')) n += Number(readFileSync(join(dir, st, 'usage'), 'utf8'));
+    }
+    return n;
+  } catch {
+    return undefined;
+  }
+}
+
+async function redis(): Promise<void> {
+  const { RedisServer } = await import('../test/support/redis.js');
+  const server = await RedisServer.start();
+  // redis-server on the load generator's CPUs, stated rather than inherited: every process that calls it (the
+  // library loops, the servers) sits on the other CPU, so each Redis round trip crosses CPUs the same way
+  if (PIN) spawnSync('taskset', ['-a', '-p', '-c', LOAD_CPUS, String(server.process!.pid)]);
+  type Case = { name: string; run: () => Promise<[number, number]> };
+  const grpcCase = (name: string, kind: ServerKind): Case => ({
+    name,
+    run: async () => {
+      const s = await start(kind, server.port);
+      try {
+        return await grpcSeq(s.grpc);
+      } finally {
+        await stop(s.child);
+      }
+    },
+  });
+  const libCase = (name: string, kind: LibKind, here = false): Case => ({
+    name, run: () => (here ? libSeq(kind, server.port) : libChild(kind, server.port)),
+  });
+  const cases: Case[] = [
+    libCase('library check(), memory', 'check-memory'),
+    libCase('library check(), Redis', 'check-redis'),
+    libCase('library checkAll of 2, memory', 'all2-memory'),
+    libCase('library checkAll of 2, Redis', 'all2-redis'),
+    grpcCase('bare gRPC, constant', 'bare-grpc'),
+    grpcCase('bare gRPC + one GET', 'bare-grpc-redis'),
+    grpcCase('bare gRPC + one EVALSHA of 2 keys', 'bare-grpc-eval'),
+    grpcCase('service, memory', 'service'),
+    grpcCase('service, Redis', 'service-redis'),
+    libCase('library check(), Redis, in the load process', 'check-redis', true),
+  ];
+  const runs = cases.map(() => [] as number[]);
+  const idle = cases.map(() => [] as number[]);
+  try {
+    for (let round = 0; round < ROUNDS; round++) {
+      for (let k = 0; k < cases.length; k++) {
+        const j = (round + k) % cases.length;
+        const before = idleEntries();
+        runs[j].push((await cases[j].run())[0]);
+        const after = idleEntries();
+        if (before !== undefined && after !== undefined) idle[j].push((after - before) / (SEQ + 300));
+      }
+    }
+  } finally {
+    await server.stop();
+  }
+  const p50 = (j: number): number => median(runs[j]);
+  const spread = (j: number): string => `${Math.min(...runs[j]).toFixed(0)}–${Math.max(...runs[j]).toFixed(0)}`;
+  const idleOf = (j: number): string => (idle[j].length ? median(idle[j]).toFixed(2) : '');
+  console.log(`\n### Redis, one call at a time (p50 µs: median of ${ROUNDS} alternating rounds, min–max of the rounds; ${SEQ} calls after 300)\n`);
+  console.log(PIN
+    ? `Library loops and servers in their own process on CPU ${SERVER_CPU}; redis-server and the gRPC client on CPU ${LOAD_CPUS} (the last row: the library in the load process, on redis-server's CPU).\n`
+    : 'No CPU pinning: the scheduler places every process.\n');
+  console.log('| | on memory | on Redis | what Redis adds | rounds on Redis | CPU idle entries per call (memory, Redis) |');
+  console.log('|---|---:|---:|---:|---|---|');
+  const row = (name: string, mem: number, red: number): number => {
+    const adds = p50(red) - p50(mem);
+    console.log(`| ${name} | ${p50(mem).toFixed(0)} | ${p50(red).toFixed(0)} | ${adds.toFixed(0)} | ${spread(red)} | ${idleOf(mem)}, ${idleOf(red)} |`);
+    return adds;
+  };
+  const lib1 = row('library check() (1 key)', 0, 1);
+  const lib2 = row('library checkAll of 2 limiters (one compound script)', 2, 3);
+  const get = row('bare grpc-js server, one GET per call', 4, 5);
+  const evalsha = row('bare grpc-js server, one EVALSHA of a 2-key script per call', 4, 6);
+  const svc = row('service, gRPC ShouldRateLimit (2 descriptors)', 7, 8);
+  const here = row(`library check(), in the load process${PIN ? ' (same CPU as redis-server)' : ''}`, 0, 9);
+  console.log(`\nWhat Redis adds to the service over what it adds to the library's check(): ${(svc / lib1).toFixed(2)}× (target <= 1.3×); ` +
+    `over the library's checkAll of 2: ${(svc / lib2).toFixed(2)}×; over a bare gRPC server's one EVALSHA: ${(svc / evalsha).toFixed(2)}× (one GET: ${(svc / get).toFixed(2)}×). ` +
+    `The library's check() in the load process: ${here.toFixed(0)} µs.`);
+}
+
 async function main(): Promise<void> {
-  if (PIN) spawnSync('taskset', ['-p', '-c', `0-${Number(SERVER_CPU) - 1}`, String(process.pid)]);
+  if (PIN) spawnSync('taskset', ['-p', '-c', LOAD_CPUS, String(process.pid)]);
   console.log(`The limiter service against bare servers of its protocols; node ${process.version}.`);
   console.log(PIN ? `Servers pinned to CPU ${SERVER_CPU}, the load generator to the others (taskset).` : 'No CPU pinning.');
   const parts = (process.env.BENCH_PARTS ?? 'throughput,latency,redis').split(',');
@@ -388,7 +497,13 @@ async function main(): Promise<void> {
 }
 
 const at = process.argv.indexOf('--serve');
-if (at !== -1) {
+const lib = process.argv.indexOf('--lib');
+if (lib !== -1) {
+  libSeq(process.argv[lib + 1] as LibKind, Number(process.argv[lib + 2])).then(
+    (r) => { process.stdout.write(JSON.stringify(r)); process.exit(0); },
+    (e) => { console.error(e); process.exit(1); },
+  );
+} else if (at !== -1) {
   serve(process.argv[at + 1] as ServerKind, process.argv[at + 2] || undefined).catch((e) => { console.error(e); process.exit(1); });
 } else {
   main().then(() => process.exit(0), (e) => { console.error(e); process.exit(1); });
