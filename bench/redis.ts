@@ -268,58 +268,60 @@ if (PARTS.has('log')) {
 
 }
 
-// Memory per tracked client, per algorithm: MEMORY USAGE of one client's key, and used_memory over CLIENTS clients
-// checked on the server's clock (as an application's checks are), beside RateLimiterRedis's counter in the same run;
-// the one-number rows again under maxmemory-policy allkeys-lru, where Redis shares no small integer.
-const CLIENTS = Number(process.env.BENCH_MEM_CLIENTS ?? 50_000);
-const algorithms: Algorithm[] = ['fixedWindow', 'slidingWindow', 'slidingLog', 'tokenBucket', 'leakyBucket', 'gcra', 'earrrl', 'exponential'];
-const ruleOf = (a: Algorithm): RuleConfig => a === 'earrrl' ? rules.earrrl({ limit: 30, per: '1m', halfLife: '10s' }) : (rules[a] as (o: { limit: number; per: string }) => RuleConfig)({ limit: 30, per: '1m' });
-console.log(`\nMemory per tracked client (one string key; \`MEMORY USAGE key SAMPLES 0\` and the growth of used_memory over ${CLIENTS.toLocaleString('en-US')} clients checked on the server's clock, ${(CLIENTS / 10).toLocaleString('en-US')} for the 20-request logs), jemalloc, 64-bit, client keys \`client:N\`, ratekeeper's prefix \`rk:\`, RateLimiterRedis's \`rlflx:\`:\n`);
-console.log('| policy | MEMORY USAGE of one key, bytes | used_memory / client, bytes | the same under allkeys-lru |\n|---|---:|---:|---:|');
-const usedMemory = (): number => Number(/used_memory:(\d+)/.exec(server.cli('INFO', 'memory'))?.[1]);
-type MemRow = [name: string, list: RuleConfig[] | 'rlflx', per: number, lru: boolean];
-const memRows: MemRow[] = [
-  ...algorithms.map((a): MemRow => [a === 'slidingLog' ? 'slidingLog, 1 request in the log' : a, [ruleOf(a)], 1, a === 'gcra']),
-  ['slidingLog, 20 requests in the log', [ruleOf('slidingLog')], 20, false],
-  ['4 rules (gcra, slidingLog ×20, earrrl, fixedWindow)', memoryFour, 20, false],
-  ['RateLimiterRedis (a counter)', 'rlflx', 1, true],
-];
-/** perClient — used_memory's growth per client when `clients` clients are checked `per` times each, 256 in flight. */
-async function perClient(check: (key: string) => Promise<unknown>, clients: number, per: number): Promise<number> {
+if (PARTS.has('memory')) {
+  // Memory per tracked client, per algorithm: MEMORY USAGE of one client's key, and used_memory over CLIENTS clients
+  // checked on the server's clock (as an application's checks are), beside RateLimiterRedis's counter in the same run;
+  // the one-number rows again under maxmemory-policy allkeys-lru, where Redis shares no small integer.
+  const CLIENTS = Number(process.env.BENCH_MEM_CLIENTS ?? 50_000);
+  const algorithms: Algorithm[] = ['fixedWindow', 'slidingWindow', 'slidingLog', 'tokenBucket', 'leakyBucket', 'gcra', 'earrrl', 'exponential'];
+  const ruleOf = (a: Algorithm): RuleConfig => a === 'earrrl' ? rules.earrrl({ limit: 30, per: '1m', halfLife: '10s' }) : (rules[a] as (o: { limit: number; per: string }) => RuleConfig)({ limit: 30, per: '1m' });
+  console.log(`\nMemory per tracked client (one string key; \`MEMORY USAGE key SAMPLES 0\` and the growth of used_memory over ${CLIENTS.toLocaleString('en-US')} clients checked on the server's clock, ${(CLIENTS / 10).toLocaleString('en-US')} for the 20-request logs), jemalloc, 64-bit, client keys \`client:N\`, ratekeeper's prefix \`rk:\`, RateLimiterRedis's \`rlflx:\`:\n`);
+  console.log('| policy | MEMORY USAGE of one key, bytes | used_memory / client, bytes | the same under allkeys-lru |\n|---|---:|---:|---:|');
+  const usedMemory = (): number => Number(/used_memory:(\d+)/.exec(server.cli('INFO', 'memory'))?.[1]);
+  type MemRow = [name: string, list: RuleConfig[] | 'rlflx', per: number, lru: boolean];
+  const memRows: MemRow[] = [
+    ...algorithms.map((a): MemRow => [a === 'slidingLog' ? 'slidingLog, 1 request in the log' : a, [ruleOf(a)], 1, a === 'gcra']),
+    ['slidingLog, 20 requests in the log', [ruleOf('slidingLog')], 20, false],
+    ['4 rules (gcra, slidingLog ×20, earrrl, fixedWindow)', memoryFour, 20, false],
+    ['RateLimiterRedis (a counter)', 'rlflx', 1, true],
+  ];
+  /** perClient — used_memory's growth per client when `clients` clients are checked `per` times each, 256 in flight. */
+  async function perClient(check: (key: string) => Promise<unknown>, clients: number, per: number): Promise<number> {
+    server.cli('FLUSHALL');
+    const m0 = usedMemory();
+    let next = 0;
+    await Promise.all(Array.from({ length: 256 }, async () => {
+      for (let i = next++; i < clients; i = next++) for (let k = 0; k < per; k++) await check(`client:${i}`);
+    }));
+    return (usedMemory() - m0) / clients;
+  }
+  for (const [name, list, per, lru] of memRows) {
+    const clients = per > 1 ? CLIENTS / 10 : CLIENTS;
+    let check: (key: string) => Promise<unknown>;
+    let keyName: string;
+    if (list === 'rlflx') {
+      const rlf = new RateLimiterRedis({ storeClient: client, points: 1e9, duration: 60, keyPrefix: 'rlflx' });
+      check = (k) => rlf.consume(k);
+      keyName = 'rlflx:client:7';
+    } else {
+      const lim = limiter({ rules: list, store: new RedisStore({ client, prefix: 'rk:' }) });
+      check = (k) => lim.check(k);
+      keyName = (lim.store.attach(lim.policy) as RedisBound).redisKey('client:7');
+    }
+    const bytes = await perClient(check, clients, per);
+    const usage = await client.call('MEMORY', 'USAGE', keyName, 'SAMPLES', '0');
+    let underLru = '';
+    if (lru) {
+      server.cli('CONFIG', 'SET', 'maxmemory', '8gb');
+      server.cli('CONFIG', 'SET', 'maxmemory-policy', 'allkeys-lru');
+      underLru = String(Math.round(await perClient(check, clients, per)));
+      server.cli('CONFIG', 'SET', 'maxmemory-policy', 'noeviction');
+      server.cli('CONFIG', 'SET', 'maxmemory', '0');
+    }
+    console.log(`| ${name} | ${usage} | ${Math.round(bytes)} | ${underLru} |`);
+  }
   server.cli('FLUSHALL');
-  const m0 = usedMemory();
-  let next = 0;
-  await Promise.all(Array.from({ length: 256 }, async () => {
-    for (let i = next++; i < clients; i = next++) for (let k = 0; k < per; k++) await check(`client:${i}`);
-  }));
-  return (usedMemory() - m0) / clients;
 }
-for (const [name, list, per, lru] of memRows) {
-  const clients = per > 1 ? CLIENTS / 10 : CLIENTS;
-  let check: (key: string) => Promise<unknown>;
-  let keyName: string;
-  if (list === 'rlflx') {
-    const rlf = new RateLimiterRedis({ storeClient: client, points: 1e9, duration: 60, keyPrefix: 'rlflx' });
-    check = (k) => rlf.consume(k);
-    keyName = 'rlflx:client:7';
-  } else {
-    const lim = limiter({ rules: list, store: new RedisStore({ client, prefix: 'rk:' }) });
-    check = (k) => lim.check(k);
-    keyName = (lim.store.attach(lim.policy) as RedisBound).redisKey('client:7');
-  }
-  const bytes = await perClient(check, clients, per);
-  const usage = await client.call('MEMORY', 'USAGE', keyName, 'SAMPLES', '0');
-  let underLru = '';
-  if (lru) {
-    server.cli('CONFIG', 'SET', 'maxmemory', '8gb');
-    server.cli('CONFIG', 'SET', 'maxmemory-policy', 'allkeys-lru');
-    underLru = String(Math.round(await perClient(check, clients, per)));
-    server.cli('CONFIG', 'SET', 'maxmemory-policy', 'noeviction');
-    server.cli('CONFIG', 'SET', 'maxmemory', '0');
-  }
-  console.log(`| ${name} | ${usage} | ${Math.round(bytes)} | ${underLru} |`);
-}
-server.cli('FLUSHALL');
 
 for (const s of settings) s.client.disconnect();
 store.close();
