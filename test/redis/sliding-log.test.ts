@@ -71,6 +71,30 @@ describe('long logs decide as the memory store', () => {
   });
 });
 
+describe('a block over a log that fills the head', () => {
+  // A block's header comes before the state, so the head the script reads first holds fewer entries than without
+  // one; an entry just past it must still be read (it was taken for one in a chunk never read: the script failed and
+  // the check answered by the failure policy — under 'allow', a blocked client admitted).
+  for (const entries of [62, 63, 64, 65, 66]) {
+    test(`${entries} entries, a block without a reason, a short window searched from the newest`, async () => {
+      const policy = new Policy({ rules: [rules.slidingLog({ limit: 1000, per: 1_000 }), rules.slidingLog({ limit: 10_000, per: 60_000 })] });
+      const store = new RedisStore({ client: redis.client, prefix: uniquePrefix('loghead'), timeout: 5_000, onError: 'allow' });
+      const red = store.attach(policy) as RedisBound;
+      const mem = new MemoryStore().attach(policy);
+      for (let i = 0; i < entries; i++) same(await red.evaluate('k', 1, T0 + 2 * i), mem.evaluate('k', 1, T0 + 2 * i), `filing ${i}`);
+      const at = T0 + 2 * entries;
+      await red.setOverride('k', { kind: 'block', for: 60_000 }, at);
+      mem.setOverride('k', { kind: 'block', for: 60_000 }, at);
+      for (const dt of [0, 1, 500, 999]) {
+        const d = await red.evaluate('k', 1, at + dt);
+        assert.equal(d.allowed, false, `admitted ${dt} ms after the block: ${JSON.stringify(d)}`);
+        same(d, mem.evaluate('k', 1, at + dt), `${dt} ms after the block`);
+      }
+      store.close();
+    });
+  }
+});
+
 describe('a check on a long log does not read or write the log', () => {
   /** perCheck — Redis commands per check, by name, over `n` checks at the steady state of a log of `entries`. */
   async function perCheck(entries: number, n = 200): Promise<Record<string, number>> {

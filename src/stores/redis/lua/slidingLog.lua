@@ -25,7 +25,7 @@ doubles, live ones at indexes off … off + n − 1. A check costs O(log n) in t
 Policy locals: le — the position of the buffer in v (1-based, so entry q starts at byte le + 16·q of v and of the
 stored value); loff, ln, lcap, lbase, lnewest, ltotal — the header, decoded; lcharged — this check filed a request;
 lwhole — the value is to be stored whole (SET) with lbuf as its buffer; lpos, ldata — else the bytes to write at
-lpos (0-based) besides the head; cq, ck — the chunk last read. The entries are indexed from 0 like the TypeScript.
+lpos (0-based) besides the head; cq, ck — the chunk last read (cq = −inf: none). The entries are indexed from 0 like the TypeScript.
 Placeholders, replaced at attach time (constants as exact numeric literals):
   $OK, $USED — decide: whether this rule admits the request; the cost in its window before it (report reuses it
                when nothing was filed)
@@ -42,7 +42,7 @@ units), allowed, fresh, floor, ceil, abs, pack, unpack, sub, INF.
 
 --@@ read
 -- the log's header in v at byte $1; an empty log when absent
-lcharged, lwhole, cq, ck, ldrop = false, false, -1, '', 0
+lcharged, lwhole, cq, ck, ldrop = false, false, -INF, '', 0
 le = $1 + 36
 if v and #v >= $1 + 35 then
   lbase, lnewest, ltotal, loff, ln, lcap = unpack('<dddI4I4I4', v, $1)
@@ -173,7 +173,7 @@ if whole or (not rewrite and loff + ln >= lcap) or lcap * 2 > n2 * 3 + 48 then
     cap = floor((ceil(want / step) * step - $FIXED) / 16)
     kept = kept .. string.rep('\0', 16 * (cap - n2))
   end
-  v, whole, lbuf, le, loff, lcap, lwhole, cq = kept, true, kept, 1, 0, cap, true, -1
+  v, whole, lbuf, le, loff, lcap, lwhole, cq = kept, true, kept, 1, 0, cap, true, -INF
 else
   -- in place: the entry after the newest (or the newest's total), then off moves past the dropped ones
   if rewrite then
