@@ -312,11 +312,12 @@ function body(policy: Policy, flavor: Flavor): string {
             'if fresh > 1e13 then',
             `  redis.call('SET', key, $STATE_VALUE)`,
             ...(compact ? [
-              // the compact form when the number is on the server's clock and a multiple of 2^-12 ms (always, past 2^40 ms)
+              // the compact form when the number is on the server's clock and a multiple of 2^-12 ms (always, past 2^40 ms),
+              // on Redis 7.0 or later (PEXPIRETIME reads it back; REDIS_VERSION_NUM is nil before 7.0)
               'else',
               `  local e = ceil(${state[0]})`,
               `  local j = (e - ${state[0]}) * 4096`,
-              '  if sclock and j == floor(j) then',
+              '  if sclock and j == floor(j) and redis.REDIS_VERSION_NUM then',
               `    redis.call('SET', key, j, 'PXAT', e)`,
               '  else',
               `    redis.call('SET', key, $STATE_VALUE, 'PX', ceil(fresh))`,

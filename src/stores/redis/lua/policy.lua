@@ -28,7 +28,8 @@ KEYS[1] — the client's value (record.lua): an optional block or exemption head
           A state of one number and no log (one gcra rule) written on the server's clock is compact instead: a
           decimal integer j in [0, 4096) and an expiry (PXAT) at the number rounded up to the ms, E; the number is
           E − j/4096 (exact: a time past 2^40 ms is a multiple of 2^-12 ms), and E is when it becomes a fresh
-          client's. A small integer is an object Redis shares: the key costs no value of its own.
+          client's. A small integer is an object Redis shares: the key costs no value of its own. (Redis 7.0 or later,
+          for PEXPIRETIME; before, the state keeps the full form.)
 ARGV[1] — now: ms since the epoch, a decimal string; '' (or no ARGV at all) to use the server's TIME.
 ARGV[2] — cost: cost units, a decimal string >= 0; absent: 1. (The store sends no ARGV for the common check: the
           server's clock, cost 1, no deadline.)
