@@ -199,18 +199,26 @@ function percentile(sorted: number[], p: number): number {
 }
 
 /** grpcSeq — p50 and p99 (µs) of one call at a time. */
-async function grpcSeq(port: number): Promise<[number, number]> {
-  const c = await grpcClient(port);
-  for (let i = 0; i < 300; i++) await call(c, i);
+/** seq — p50 and p99 (µs) of SEQ calls of `one` made one at a time, after 300 to warm up. */
+async function seq(one: (i: number) => Promise<unknown>): Promise<[number, number]> {
+  for (let i = 0; i < 300; i++) await one(i);
   const t: number[] = [];
   for (let i = 0; i < SEQ; i++) {
     const s = performance.now();
-    await call(c, i);
+    await one(i);
     t.push((performance.now() - s) * 1000);
   }
-  c.close();
   t.sort((a, b) => a - b);
   return [percentile(t, 0.5), percentile(t, 0.99)];
+}
+
+async function grpcSeq(port: number): Promise<[number, number]> {
+  const c = await grpcClient(port);
+  try {
+    return await seq((i) => call(c, i));
+  } finally {
+    c.close();
+  }
 }
 
 function httpBody(path: string, i: number): string {
@@ -240,16 +248,11 @@ async function httpSeq(port: number, path: string): Promise<[number, number]> {
     req.on('error', rej);
     req.end(body);
   });
-  for (let i = 0; i < 300; i++) await one(i);
-  const t: number[] = [];
-  for (let i = 0; i < SEQ; i++) {
-    const s = performance.now();
-    await one(i);
-    t.push((performance.now() - s) * 1000);
+  try {
+    return await seq(one);
+  } finally {
+    agent.destroy();
   }
-  agent.destroy();
-  t.sort((a, b) => a - b);
-  return [percentile(t, 0.5), percentile(t, 0.99)];
 }
 
 const fmt = (n: number): string => Math.round(n).toLocaleString('en-US');
@@ -369,15 +372,7 @@ async function libSeq(kind: LibKind, redisPort: number | undefined): Promise<[nu
     ? (i: number): Promise<unknown> => a.check(`c${i % KEYS}`)
     : (i: number): Promise<unknown> => checkAll([{ limiter: a, key: `c${i % KEYS}` }, { limiter: b, key: `/p${i % 10}` }]);
   try {
-    for (let i = 0; i < 300; i++) await one(i);
-    const t: number[] = [];
-    for (let i = 0; i < SEQ; i++) {
-      const s = performance.now();
-      await one(i);
-      t.push((performance.now() - s) * 1000);
-    }
-    t.sort((x, y) => x - y);
-    return [percentile(t, 0.5), percentile(t, 0.99)];
+    return await seq(one);
   } finally {
     client?.disconnect();
   }
