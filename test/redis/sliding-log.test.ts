@@ -18,7 +18,7 @@ import { same } from '../conformance/run.js';
 const redis = useRedis();
 const T0 = 1_800_000_000_000.5;
 
-type Op = { op: 'check'; dt: number; cost: number } | { op: 'refund'; cost: number } | { op: 'block'; reason: string; for: number } | { op: 'unblock' } | { op: 'reset' };
+type Op = { op: 'check'; dt: number; cost: number } | { op: 'refund'; cost: number } | { op: 'block'; reason: string | undefined; for: number } | { op: 'unblock' } | { op: 'reset' };
 
 describe('long logs decide as the memory store', () => {
   const ruleSets: fc.Arbitrary<RuleConfig[]> = fc.oneof(
@@ -30,7 +30,7 @@ describe('long logs decide as the memory store', () => {
   );
   const op: fc.Arbitrary<Op> = fc.oneof(
     { weight: 60, arbitrary: fc.record({ op: fc.constant('check' as const), dt: fc.oneof(fc.constant(0), fc.integer({ min: 1, max: 12 }), fc.constant(-3), fc.constant(400)), cost: fc.constantFrom(1, 1, 1, 0, 0.5, 4) }) },
-    { weight: 1, arbitrary: fc.record({ op: fc.constant('block' as const), reason: fc.string({ maxLength: 40 }), for: fc.integer({ min: 1, max: 300 }) }) },
+    { weight: 1, arbitrary: fc.record({ op: fc.constant('block' as const), reason: fc.option(fc.string({ maxLength: 40 }), { nil: undefined }), for: fc.integer({ min: 1, max: 300 }) }) },
     { weight: 1, arbitrary: fc.constant({ op: 'unblock' as const }) },
     { weight: 1, arbitrary: fc.constant({ op: 'reset' as const }) },
     { weight: 3, arbitrary: fc.record({ op: fc.constant('refund' as const), cost: fc.constantFrom(1, 2.5, 30) }) },
