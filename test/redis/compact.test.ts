@@ -7,10 +7,12 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
+import fc from 'fast-check';
 import { limiter, type Limiter } from '../../src/limiter.js';
 import { checkAll } from '../../src/multi.js';
 import { rules } from '../../src/core/rules.js';
-import { RedisStore } from '../../src/stores/redis/index.js';
+import { Policy } from '../../src/core/policy.js';
+import { RedisStore, type RedisBound } from '../../src/stores/redis/index.js';
 import { useRedis } from '../support/redis-suite.js';
 
 const redis = useRedis();
@@ -109,5 +111,70 @@ describe('the compact one-number state', () => {
     assert.equal(value?.[0], 'n');
     assert.equal((await lim.check('e', { now: 1_000_000, cost: 9 })).allowed, true);
     assert.equal((await lim.check('e', { now: 1_000_000 })).allowed, false);
+  });
+});
+
+describe('the compact form is exact', () => {
+  /** readBack — the number a key holds, read atomically: compact (expiry less j/4096 ms) or full ('n' and a double); undefined when gone. */
+  async function readBack(key: string): Promise<{ form: 'compact' | 'full'; number: number } | undefined> {
+    const [[, value], [, expireAt]] = (await redis.client.multi().getBuffer(key).call('PEXPIRETIME', key).exec()) as [[null, Buffer | null], [null, number]];
+    if (value === null) return undefined;
+    if (value[0] === 0x6e) return { form: 'full', number: value.readDoubleLE(1) };
+    return { form: 'compact', number: expireAt - Number(String(value)) / 4096 };
+  }
+
+  test("property: on the server's clock the stored number is the state the script computed, to the last bit", async () => {
+    // 3 per second with a burst that never refuses: the state runs ahead of the clock by fractions of a ms
+    const policy = new Policy({ rules: [rules.gcra({ limit: 3, per: 1_000, burst: 1e6 })] });
+    const bound = store().attach(policy) as RedisBound;
+    const key = bound.redisKey('x');
+    const interval = 1_000 / 3;
+    await fc.assert(
+      fc.asyncProperty(fc.array(fc.oneof(fc.constantFrom(1, 0.1, 1 / 3, 2.5, 1e-9, 0), fc.double({ min: 0, max: 5, noNaN: true })), { minLength: 1, maxLength: 20 }), async (costs) => {
+        for (const cost of costs) {
+          const before = (await readBack(key))?.number ?? 0;
+          // the script's reply ends with the server's clock it read (policy.lua): the state is max(state, clock) + cost·T
+          const reply = (await redis.client.callBuffer('EVAL', bound.script.text, '1', key, '', String(cost))) as Buffer;
+          const wall = reply.readDoubleLE(reply.length - 8);
+          const want = cost > 0 ? (before > wall ? before : wall) + cost * interval : before;
+          const got = await readBack(key);
+          if (got === undefined) {
+            assert.ok(want <= wall + 1, `gone while the state ${want} is ahead of the clock ${wall}`);
+            continue;
+          }
+          assert.equal(got.form, 'compact');
+          assert.equal(got.number, want, `cost ${cost}: stored ${got.number}, computed ${want}`);
+        }
+      }),
+      { numRuns: 25 },
+    );
+  });
+
+  test('a full-form state read on the server clock is written compact (j = 0 for a whole ms), and read back by an explicit now', async () => {
+    const lim = gcra10();
+    const key = keyOf(lim, 'f');
+    const t = Math.floor(Date.now()) + 5_000;
+    await lim.check('f', { now: t });
+    assert.deepEqual(await readBack(key), { form: 'full', number: t + 1_000 });
+    await lim.check('f');
+    // ahead of the server's clock, the state moves by a whole second: a whole ms, j = 0
+    assert.equal(await redis.client.get(key), '0');
+    assert.deepEqual(await readBack(key), { form: 'compact', number: t + 2_000 });
+    await lim.check('f', { now: t, cost: 0.5 });
+    assert.deepEqual(await readBack(key), { form: 'full', number: t + 2_500 });
+  });
+  test('the expiry is the state: an EXPIRE by hand moves it, a PERSIST forgets it (the client starts fresh)', async () => {
+    const lim = gcra10();
+    const key = keyOf(lim, 'p');
+    await lim.check('p', { cost: 10 });
+    const j = Number(await redis.client.get(key));
+    const at = Number(await redis.client.call('PEXPIRETIME', key)) + 60_000;
+    await redis.client.call('PEXPIREAT', key, String(at));
+    assert.deepEqual(await readBack(key), { form: 'compact', number: at - j / 4096 });
+    assert.ok((await lim.check('p', { cost: 0 })).resetAfter > 60_000);
+    await redis.client.persist(key);
+    const d = await lim.check('p');
+    assert.equal(d.remaining, 9);
+    assert.ok(Number(await redis.client.call('PEXPIRETIME', key)) > 0, 'the key expires again');
   });
 });

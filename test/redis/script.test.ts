@@ -10,9 +10,11 @@ import { Redis } from 'ioredis';
 import { Policy } from '../../src/core/policy.js';
 import { rules } from '../../src/core/rules.js';
 import type { RuleConfig } from '../../src/core/algorithms/common.js';
+import type { Algorithm } from '../../src/core/types.js';
 import { MemoryStore } from '../../src/stores/memory.js';
 import { RedisStore } from '../../src/stores/redis/index.js';
-import { policyScript } from '../../src/stores/redis/scripts.js';
+import { compoundScript, policyScript, refundScript } from '../../src/stores/redis/scripts.js';
+import { RatekeeperError } from '../../src/core/errors.js';
 import { RedisServer } from '../support/redis.js';
 import { checkExpectations, compare, run } from '../conformance/run.js';
 import type { Scenario, Step } from '../conformance/scenarios.js';
@@ -86,6 +88,48 @@ describe('on a standalone Redis', () => {
     } finally {
       prefixed.disconnect();
     }
+  });
+
+  // The composer refuses a policy too large for one Lua function (Lua 5.1: 200 locals, 250 registers) when it is
+  // attached: every policy it accepts must compile, or every check of it would answer by the failure policy (under
+  // 'allow', every request admitted). The largest accepted policy of each mix of algorithms, its three scripts loaded.
+  test('the largest policy the composer accepts compiles: its check, refund and compound scripts', async () => {
+    const make: Record<Algorithm, (i: number) => RuleConfig> = {
+      gcra: (i) => rules.gcra({ limit: 10 + i, per: 1_000, name: `g${i}` }),
+      slidingWindow: (i) => rules.slidingWindow({ limit: 10 + i, per: 1_000, name: `sw${i}` }),
+      exponential: (i) => rules.exponential({ limit: 10 + i, per: 1_000, name: `ex${i}` }),
+      earrrl: (i) => rules.earrrl({ limit: 10 + i, per: 1_000, halfLife: 500, name: `ea${i}` }),
+      leakyBucket: (i) => rules.leakyBucket({ limit: 10 + i, per: 1_000, name: `lb${i}` }),
+      tokenBucket: (i) => rules.tokenBucket({ limit: 10 + i, per: 1_000, name: `tb${i}` }),
+      fixedWindow: (i) => rules.fixedWindow({ limit: 10 + i, per: 1_000, name: `fw${i}` }),
+      slidingLog: (i) => rules.slidingLog({ limit: 10 + i, per: 1_000 + i, name: `sl${i}` }),
+    };
+    const mixes: Algorithm[][] = [
+      ['gcra'], ['slidingWindow'], ['exponential'], ['earrrl'], ['leakyBucket'], ['tokenBucket'], ['fixedWindow'], ['slidingLog'],
+      ['slidingLog', 'gcra'], ['slidingLog', 'slidingWindow'], ['slidingLog', 'earrrl'], ['slidingLog', 'exponential'],
+      ['gcra', 'earrrl'], ['gcra', 'fixedWindow'], ['slidingWindow', 'tokenBucket'], ['slidingWindow', 'leakyBucket'],
+      ['exponential', 'leakyBucket'], ['slidingWindow', 'exponential', 'earrrl'], ['gcra', 'slidingWindow', 'tokenBucket'],
+    ];
+    const failures: string[] = [];
+    for (const mix of mixes) {
+      const policyOf = (n: number): Policy => new Policy({ rules: Array.from({ length: n }, (_, i) => make[mix[i % mix.length]](i)) });
+      let n = 1;
+      for (;;) {
+        try {
+          policyScript(policyOf(n + 1));
+        } catch (e) {
+          assert.ok(e instanceof RatekeeperError && /keeps too many numbers/.test(e.message), String(e));
+          break;
+        }
+        n++;
+      }
+      assert.ok(n >= 16, `${mix.join('+')}: only ${n} rules accepted`);
+      const p = policyOf(n);
+      for (const [what, script] of [['check', policyScript(p)], ['refund', refundScript(p)], ['compound', compoundScript([p, p])]] as const) {
+        await plain.call('SCRIPT', 'LOAD', script.text).catch((e: Error) => failures.push(`${mix.join('+')} × ${n}, ${what}: ${e.message.slice(0, 120)}`));
+      }
+    }
+    assert.deepEqual(failures, []);
   });
 
   for (const [name, options] of [['ioredis auto-pipelining', { auto: true, coalesce: true }], ['coalesce: false', { auto: false, coalesce: false }]] as const) {

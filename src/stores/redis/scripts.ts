@@ -245,7 +245,13 @@ function body(policy: Policy, flavor: Flavor): string {
     }
   });
   if (offset !== policy.stateSize) throw new Error(`ratekeeper/redis: state layout ${offset} differs from the policy's ${policy.stateSize}`);
-  if (state.length + locals.length + (hasLog ? 17 : 0) > 170) {
+  // Lua 5.1 compiles a function of at most 200 active locals and 250 registers. Besides the rules' locals (and the
+  // log's 17) a script holds up to 46 more (the prelude, the clock, the override, the templates' nested blocks: the
+  // most with exponential rules), and its widest expression (the state unpacked or packed at once, the reply's parts)
+  // needs a register per operand on top of its locals — bounds measured on Redis (test/redis/script.test.ts loads the
+  // largest policy accepted)
+  const count = state.length + locals.length + (hasLog ? 17 : 0);
+  if (count > 150 || count + Math.max(state.length, rules.length) > 212) {
     throw new RatekeeperError(`redisStore: a policy of ${rules.length} rules keeps too many numbers for one Redis script; split it into several limiters`);
   }
   // compact — one number of state and no log: stored as a small integer and the key's expiry (policy.lua)
