@@ -306,7 +306,7 @@ function body(policy: Policy, flavor: Flavor): string {
         case 'verdict':
           return flavor === 'compound' ? [`if mode == 1 then${dry ? ' return true' : ' if live then return okind == 3 end return allowed'} end`] : [];
         case 'store_live':
-          return flavor === 'refund' ? [hasLog ? fill(expand('slidingLog', 'store_live'), logVars, 'slidingLog.lua (store_live)') : template('policy').get('store_live') as string] : [];
+          return flavor === 'refund' ? [hasLog ? fill(expand('slidingLog', 'store_live'), logVars, 'slidingLog.lua (store_live)') : expand('policy', 'store_live')] : [];
         case 'fetch':
           if (hasLog) return [`local v = redis.call('GETRANGE', key, 0, ${head - 1})`, `local whole = #v < ${head}`, `if v == '' then v = false end`];
           // the compact form (policy.lua): the number is the key's expiry less j/4096 ms

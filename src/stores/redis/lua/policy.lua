@@ -110,12 +110,7 @@ return out
 -- (refund) a state changed under a live block or exemption: written back after the override's header, whose se (the
 -- state's end on the server's clock) is renewed; the key expires at the later of the override's and the state's ends
 if live and changed then
-  local t = redis.call('TIME')
-  local w = tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000
-  local se = 0
-  if fresh > 0 then se = w + fresh end
-  local d = unpack('<d', v, 11)
-  if se > d then d = se end
+  @live_ends
   local value = sub(v, 1, 18) .. pack('<d', se) .. sub(v, 27, at - 1) .. $STATE_BODY
   if d - w > 1e13 then
     -- inf, or past ~317 years: no expiry rather than a PX Redis refuses
@@ -126,6 +121,16 @@ if live and changed then
     redis.call('DEL', key)
   end
 end
+
+--@@ live_ends
+-- (store_live, here and in slidingLog.lua) w — the server's time (TIME, ms); se — the state's new end on it (0: already
+-- a fresh client's); d — when the key is to expire: the later of the override's end (oe, in v's header) and se
+local t = redis.call('TIME')
+local w = tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000
+local se = 0
+if fresh > 0 then se = w + fresh end
+local d = unpack('<d', v, 11)
+if se > d then d = se end
 
 --@@ body
 @fetch

@@ -244,12 +244,7 @@ end
 -- renewed, the state and the log's header written after the override's header, the rewritten entry; the key expires
 -- at the later of the override's and the state's ends
 if live and changed then
-  local t = redis.call('TIME')
-  local w = tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000
-  local se = 0
-  if fresh > 0 then se = w + fresh end
-  local d = unpack('<d', v, 11)
-  if se > d then d = se end
+  @include policy.live_ends
   if d > w then
     redis.call('SETRANGE', key, 18, pack('<d', se))
     redis.call('SETRANGE', key, at - 1, $STATE_BODY_HEAD)
