@@ -1,6 +1,7 @@
 import type { Decision } from '../core/types.js';
 import type { RuleConfig } from '../core/algorithms/common.js';
 import { Limiter, MAX_KEY_LENGTH } from '../limiter.js';
+import { MAX_AMOUNT } from '../core/rules.js';
 import { checkAll, checkAllSync, type CheckAllItem } from '../multi.js';
 import { MemoryStore } from '../stores/memory.js';
 import type { Store } from '../stores/types.js';
@@ -245,6 +246,8 @@ export class RateLimitService {
     const base = req.hits_addend !== undefined && req.hits_addend > 0 ? req.hits_addend : 1;
     const statuses = new Array<RlsStatus>(descriptors.length);
     const items: Item[] = [];
+    /** total — the items' summed cost: past MAX_AMOUNT, some state may be asked for more than a cost can be. */
+    let total = 0;
     let replacing: Set<string> | undefined;
     let denied: { index: number; name: string | undefined }[] | undefined;
     const known = cfg !== undefined && cfg.hasDomain(domain);
@@ -272,7 +275,7 @@ export class RateLimitService {
       }
       if (spec.denyAll) {
         // requests_per_unit 0: every hit is over (envoy's "black list"); not charged, so nothing to decide
-        statuses[i] = { code: spec.shadowMode ? 'OK' : 'OVER_LIMIT', current_limit: reportOf(spec), limit_remaining: 0, duration_until_reset: duration(windowLeft(spec, this.options.clock?.now() ?? Date.now())) };
+        statuses[i] = { code: spec.shadowMode || this.options.shadowMode === true ? 'OK' : 'OVER_LIMIT', current_limit: reportOf(spec), limit_remaining: 0, duration_until_reset: duration(windowLeft(spec, this.options.clock?.now() ?? Date.now())) };
         (denied ??= []).push({ index: i, name: spec.name });
         continue;
       }
@@ -282,8 +285,10 @@ export class RateLimitService {
         continue;
       }
       if (m.key.length > MAX_KEY_LENGTH) throw new BadRequest(`descriptors[${i}].entries`, `make a key of ${m.key.length} characters; at most ${MAX_KEY_LENGTH} are accepted`);
+      total += cost;
       items.push({ index: i, limiter: rt.limiter, rt, key: m.key, cost, spec, report: reportOf(spec), metricKey: m.metricKey });
     }
+    if (total > MAX_AMOUNT) checkTotals(items);
     let live = items;
     if (replacing !== undefined) {
       const r = replacing;
@@ -323,7 +328,7 @@ export class RateLimitService {
     const response: RlsResponse = { overall_code: overall, statuses, response_headers_to_add: [] };
     if (this.options.responseHeaders === true) {
       if (plan.refused) response.response_headers_to_add = deniedHeaders(statuses);
-      else if (live.length > 0) response.response_headers_to_add = headersFor(live, decisions);
+      else if (live.length > 0) response.response_headers_to_add = headersFor(live, decisions, this.options.shadowMode === true);
     }
     return response;
   }
@@ -354,8 +359,23 @@ function hits(d: RlsDescriptor, base: number, i: number): number {
   const h = d.hits_addend;
   if (h === undefined || h === null) return base;
   const v = typeof h.value === 'string' ? Number(h.value) : h.value ?? 0;
-  if (!Number.isSafeInteger(v) || v < 0) throw new BadRequest(`descriptors[${i}].hits_addend`, `must be an integer >= 0, got ${JSON.stringify(h.value)}`);
+  if (!Number.isSafeInteger(v) || v < 0 || v > MAX_AMOUNT) throw new BadRequest(`descriptors[${i}].hits_addend`, `must be an integer from 0 to ${MAX_AMOUNT}, got ${JSON.stringify(h.value)}`);
   return v > 0 ? v : base;
+}
+
+/**
+ * checkTotals — throws a BadRequest naming the descriptor at which one state (a limiter and a key: duplicate
+ * descriptors are one request of their summed cost) is asked for more than MAX_AMOUNT, before anything is charged.
+ */
+function checkTotals(items: readonly Item[]): void {
+  const sums = new Map<Limiter, Map<string, number>>();
+  for (const it of items) {
+    let byKey = sums.get(it.limiter);
+    if (byKey === undefined) sums.set(it.limiter, (byKey = new Map()));
+    const sum = (byKey.get(it.key) ?? 0) + it.cost;
+    if (sum > MAX_AMOUNT) throw new BadRequest(`descriptors[${it.index}].hits_addend`, `makes ${sum} hits on one limit and client in this request; at most ${MAX_AMOUNT} are accepted`);
+    byKey.set(it.key, sum);
+  }
 }
 
 /** reportOf — how a configured limit appears as current_limit. */
@@ -401,15 +421,20 @@ function deniedHeaders(statuses: RlsStatus[]): RlsResponse['response_headers_to_
 
 /**
  * headersFor — the IETF fields for the binding descriptor: when refused, the refusing one with the longest wait;
- * when admitted, the one with the least remaining. Retry-After with a refusal.
+ * when admitted, the one with the least remaining. Retry-After with a refusal. A limit in shadow mode (its own
+ * `shadow_mode`, or `shadow` for the whole service) refuses nothing, so it never binds: with no enforced limit there
+ * are no fields.
  */
-function headersFor(items: Item[], decisions: Decision[]): RlsResponse['response_headers_to_add'] {
+function headersFor(items: Item[], decisions: Decision[], shadow: boolean): RlsResponse['response_headers_to_add'] {
+  if (shadow) return [];
   let bind = -1;
   const refused = decisions.some((d) => !d.allowed);
   for (let j = 0; j < decisions.length; j++) {
     const d = decisions[j];
+    if (items[j].spec?.shadowMode === true) continue;
     if (refused ? !d.allowed && (bind < 0 || d.retryAfter > decisions[bind].retryAfter) : bind < 0 || d.remaining < decisions[bind].remaining) bind = j;
   }
+  if (bind < 0) return [];
   const d = decisions[bind];
   const rt = items[bind].rt;
   const out = [

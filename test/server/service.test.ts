@@ -276,3 +276,40 @@ test('a reload that changes a limit\'s rules frees the old limiter\'s table on t
   }
   assert.ok(tables() <= 1 + 1024, `tables: ${tables()}`);
 });
+
+test('--shadow-mode refuses nothing: a requests_per_unit: 0 limit is OK too (counted, not enforced)', async () => {
+  const service = new RateLimitService({ store: new MemoryStore(), shadowMode: true, responseHeaders: true });
+  service.setConfig(await configFrom('domain: d\ndescriptors:\n  - key: blocked\n    rate_limit: { unit: minute, requests_per_unit: 0 }\n  - key: user\n    rate_limit: { unit: minute, requests_per_unit: 1 }\n'));
+  const r = await service.shouldRateLimit({ domain: 'd', descriptors: [{ entries: [{ key: 'blocked', value: 'x' }] }, { entries: [{ key: 'user', value: 'u' }] }] });
+  assert.equal(r.overall_code, 'OK', JSON.stringify(r));
+  assert.deepEqual(r.statuses.map((s) => s.code), ['OK', 'OK']);
+  assert.equal(r.response_headers_to_add.some((h) => h.key === 'Retry-After'), false, JSON.stringify(r.response_headers_to_add));
+});
+
+test('a hits_addend past the largest cost is a bad request naming the descriptor\'s field, and charges nothing', async () => {
+  const service = new RateLimitService({ store: new MemoryStore() });
+  service.setConfig(await configFrom('domain: d\ndescriptors:\n  - key: user\n    rate_limit: { unit: minute, requests_per_unit: 2 }\n'));
+  const u = { entries: [{ key: 'user', value: 'u' }] };
+  await assert.rejects(service.shouldRateLimit({ domain: 'd', descriptors: [u, { ...u, hits_addend: { value: 2e15 } }] }),
+    (e: Error & { field?: string }) => e.name === 'BadRequest' && e.field === 'descriptors[1].hits_addend');
+  // duplicate descriptors are one request of their summed cost: a sum past the largest cost names the first past it
+  await assert.rejects(service.shouldRateLimit({ domain: 'd', descriptors: [{ ...u, hits_addend: { value: 6e14 } }, { ...u, hits_addend: { value: 6e14 } }] }),
+    (e: Error & { field?: string }) => e.name === 'BadRequest' && e.field === 'descriptors[1].hits_addend');
+  const r = await service.shouldRateLimit({ domain: 'd', descriptors: [u] });
+  assert.equal(r.statuses[0].limit_remaining, 1, 'nothing was charged');
+});
+
+test('RateLimit fields: a shadow_mode limit never binds them (it refuses nothing), an enforced one does', async () => {
+  const service = new RateLimitService({ store: new MemoryStore(), responseHeaders: true });
+  service.setConfig(await configFrom('domain: d\ndescriptors:\n  - key: shadow\n    shadow_mode: true\n    rate_limit: { name: trial, unit: minute, requests_per_unit: 1 }\n  - key: user\n    rate_limit: { name: per_user, unit: minute, requests_per_unit: 5 }\n'));
+  const req = { domain: 'd', descriptors: [{ entries: [{ key: 'shadow', value: 's' }] }, { entries: [{ key: 'user', value: 'u' }] }] };
+  await service.shouldRateLimit(req);
+  const r = await service.shouldRateLimit(req);
+  assert.equal(r.overall_code, 'OK');
+  const h = Object.fromEntries(r.response_headers_to_add.map((x) => [x.key, x.value]));
+  assert.match(h['RateLimit-Policy'] ?? '', /^"per_user";q=5;/, JSON.stringify(h));
+  assert.match(h.RateLimit ?? '', /^"per_user";r=3\b/, JSON.stringify(h));
+  // only shadow limits: nothing is enforced, so no RateLimit fields at all
+  const only = await service.shouldRateLimit({ domain: 'd', descriptors: [{ entries: [{ key: 'shadow', value: 's' }] }] });
+  assert.deepEqual(only.response_headers_to_add, []);
+});
