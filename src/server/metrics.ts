@@ -47,8 +47,11 @@ export class Metrics {
     if (options.defaultMetrics !== false) collectDefaultMetrics({ register: this.registry });
   }
 
-  /** decision — counts one decision's hits per rule. */
-  decision(domain: string, limit: string, d: Decision, cost: number): void {
+  /**
+   * decision — counts one decision's hits per rule. `rule`, when given, is the rule label of every rule instead of
+   * its name (a request's own limit: its name holds the client's requests_per_unit).
+   */
+  decision(domain: string, limit: string, d: Decision, cost: number, rule?: string): void {
     let byDomain = this.children.get(domain);
     if (byDomain === undefined) {
       byDomain = new Map();
@@ -64,16 +67,25 @@ export class Metrics {
     if (d.reason === 'store-unavailable' || d.fallback === true) this.storeErrors.inc();
     for (let i = 0; i < d.rules.length; i++) {
       const r = d.rules[i];
+      const name = rule ?? r.name;
       const outcome = outcomeOf(d, r.allowed, r.limit, r.remaining);
       let byOutcome = byRule[i];
-      if (byOutcome === undefined || byOutcome.rule !== r.name) byRule[i] = byOutcome = { rule: r.name, children: new Map() };
+      if (byOutcome === undefined || byOutcome.rule !== name) byRule[i] = byOutcome = { rule: name, children: new Map() };
       let c = byOutcome.children.get(outcome);
       if (c === undefined) {
-        c = this.decisions.labels(domain, limit, r.name, outcome);
+        c = this.decisions.labels(domain, limit, name, outcome);
         byOutcome.children.set(outcome, c);
       }
       c.inc(n);
     }
+  }
+
+  /**
+   * refused — counts the hits of a limit that refuses every hit (`requests_per_unit: 0`: no rule, nothing decided by
+   * the store) as `over_limit`, or `shadow_mode` when it is not enforced.
+   */
+  refused(domain: string, limit: string, rule: string, cost: number, shadow: boolean): void {
+    this.decisions.labels(domain, limit, rule, shadow ? 'shadow_mode' : 'over_limit').inc(cost > 0 ? cost : 1);
   }
 
   /** configLoaded — a load's result (a rejected reload counts as an error; the old configuration keeps serving). */

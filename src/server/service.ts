@@ -2,6 +2,7 @@ import type { Decision } from '../core/types.js';
 import type { RuleConfig } from '../core/algorithms/common.js';
 import { Limiter, MAX_KEY_LENGTH } from '../limiter.js';
 import { MAX_AMOUNT } from '../core/rules.js';
+import { formatDuration } from '../core/duration.js';
 import { checkAll, checkAllSync, type CheckAllItem } from '../multi.js';
 import { MemoryStore } from '../stores/memory.js';
 import type { Store } from '../stores/types.js';
@@ -70,7 +71,25 @@ interface Item {
   spec: LimitSpec | undefined;
   report: { name?: string; requests_per_unit: number; unit: RlsUnit };
   metricKey: string;
+  /** own — the request's own limit (descriptor.limit), not a configured one. */
+  own: boolean;
 }
+
+/** Denied — a descriptor matched to a requests_per_unit: 0 limit: answered in the plan, counted in the metrics. */
+interface Denied {
+  index: number;
+  name: string | undefined;
+  spec: LimitSpec;
+  metricKey: string;
+  cost: number;
+  shadow: boolean;
+}
+
+/**
+ * OVERRIDE_RULE — the rule label of a request's own limit in the metrics: its rule's name (`9/1h`) holds the
+ * client's requests_per_unit, and a label must not (every value would be a new series).
+ */
+const OVERRIDE_RULE = 'request_limit';
 
 /**
  * RateLimitService — the transport-neutral service: one configuration (swapped whole on reload), one store, a
@@ -249,7 +268,7 @@ export class RateLimitService {
     /** total — the items' summed cost: past MAX_AMOUNT, some state may be asked for more than a cost can be. */
     let total = 0;
     let replacing: Set<string> | undefined;
-    let denied: { index: number; name: string | undefined }[] | undefined;
+    let denied: Denied[] | undefined;
     const known = cfg !== undefined && cfg.hasDomain(domain);
     for (let i = 0; i < descriptors.length; i++) {
       const d = descriptors[i];
@@ -275,8 +294,9 @@ export class RateLimitService {
       }
       if (spec.denyAll) {
         // requests_per_unit 0: every hit is over (envoy's "black list"); not charged, so nothing to decide
-        statuses[i] = { code: spec.shadowMode || this.options.shadowMode === true ? 'OK' : 'OVER_LIMIT', current_limit: reportOf(spec), limit_remaining: 0, duration_until_reset: duration(windowLeft(spec, this.options.clock?.now() ?? Date.now())) };
-        (denied ??= []).push({ index: i, name: spec.name });
+        const shadow = spec.shadowMode || this.options.shadowMode === true;
+        (denied ??= []).push({ index: i, name: spec.name, spec, metricKey: m.metricKey, cost, shadow });
+        statuses[i] = { code: shadow ? 'OK' : 'OVER_LIMIT', current_limit: reportOf(spec), limit_remaining: 0, duration_until_reset: duration(windowLeft(spec, this.options.clock?.now() ?? Date.now())) };
         continue;
       }
       const rt = own ? this.overrideRuntime(spec) : this.limits.get(spec.id);
@@ -286,7 +306,7 @@ export class RateLimitService {
       }
       if (m.key.length > MAX_KEY_LENGTH) throw new BadRequest(`descriptors[${i}].entries`, `make a key of ${m.key.length} characters; at most ${MAX_KEY_LENGTH} are accepted`);
       total += cost;
-      items.push({ index: i, limiter: rt.limiter, rt, key: m.key, cost, spec, report: reportOf(spec), metricKey: m.metricKey });
+      items.push({ index: i, limiter: rt.limiter, rt, key: m.key, cost, spec, report: reportOf(spec), metricKey: m.metricKey, own });
     }
     if (total > MAX_AMOUNT) checkTotals(items);
     let live = items;
@@ -301,6 +321,13 @@ export class RateLimitService {
     }
     let refused = false;
     for (const s of statuses) if (s !== undefined && s.code === 'OVER_LIMIT') refused = true;
+    const metrics = this.options.metrics;
+    if (metrics !== undefined && denied !== undefined) {
+      for (const x of denied) {
+        if (x.name !== undefined && replacing?.has(x.name) === true) continue;
+        metrics.refused(domain, x.metricKey, x.name ?? denyRuleName(x.spec), x.cost, x.shadow);
+      }
+    }
     return { domain, statuses, live, refused };
   }
 
@@ -323,7 +350,7 @@ export class RateLimitService {
         limit_remaining: over ? 0 : remainingOf(dec),
         duration_until_reset: duration(over ? finite(dec.retryAfter, dec.resetAfter) : dec.resetAfter),
       };
-      this.options.metrics?.decision(plan.domain, it.metricKey, dec, it.cost);
+      this.options.metrics?.decision(plan.domain, it.metricKey, dec, it.cost, it.own ? OVERRIDE_RULE : undefined);
     }
     const response: RlsResponse = { overall_code: overall, statuses, response_headers_to_add: [] };
     if (this.options.responseHeaders === true) {
@@ -394,6 +421,12 @@ function overrideOf(d: RlsDescriptor, i: number): RequestOverride {
   const unit = o.unit ?? 'UNKNOWN';
   if (unit === 'UNKNOWN' || unit === 0) throw new BadRequest(`descriptors[${i}].limit.unit`, `must be a known unit (SECOND … YEAR, WEEK), got ${JSON.stringify(unit)}`);
   return { requestsPerUnit: rpu, unit };
+}
+
+/** denyRuleName — the rule label of an unnamed requests_per_unit: 0 limit: `0/1m` (or `0` without a unit). */
+function denyRuleName(spec: LimitSpec): string {
+  const unit = spec.report?.unit;
+  return unit === undefined || unit === 'UNKNOWN' ? '0' : `0/${formatDuration(UNIT_MS[unit])}`;
 }
 
 /** windowLeft — ms until the end of the current window of a limit reported in a unit (a fixed window's reset). */

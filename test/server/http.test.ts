@@ -242,6 +242,16 @@ describe('GET /metrics: Prometheus text, label values from the configuration onl
     assert.equal(metric(text, 'ratekeeper_decisions_total', { domain: 'api', limit: `path_${p}`, outcome: 'within_limit' }), 1, text.split('\n').filter((l) => l.includes(p)).join('\n'));
   });
 
+  test('a request\'s own limits never multiply the series: their rule label does not carry the client\'s requests_per_unit', async () => {
+    const series = (text: string): number => text.split('\n').filter((l) => l.startsWith('ratekeeper_decisions_total{')).length;
+    const own = (rpu: number): unknown => ({ domain: 'api', descriptors: [{ ...user(uid('o')), limit: { requestsPerUnit: rpu, unit: 'HOUR' } }] });
+    await http(s.port, 'POST', '/json', own(1000));
+    const before = series((await http(s.port, 'GET', '/metrics')).text);
+    for (let rpu = 1001; rpu <= 1050; rpu++) assert.equal((await http(s.port, 'POST', '/json', own(rpu))).status, 200);
+    const text = (await http(s.port, 'GET', '/metrics')).text;
+    assert.equal(series(text), before, text.split('\n').filter((l) => l.includes('/1h')).slice(0, 5).join('\n'));
+  });
+
   test('HEAD and GET only: POST /metrics is a 405', async () => {
     const r = await http(s.port, 'POST', '/metrics', '{}');
     assert.equal(r.status, 405);

@@ -13,6 +13,8 @@ import { RateLimitService } from '../../src/server/service.js';
 import type { RlsRequest, RlsResponse } from '../../src/server/rls.js';
 import { uniquePrefix, useCluster, useRedis } from '../support/redis-suite.js';
 import { configFrom } from './support.js';
+import { Metrics } from '../../src/server/metrics.js';
+import { metric } from './procs.js';
 
 /** T0 — a time at the start of a minute (and so of a second and an hour: 2026-11-23T00:00:00Z). */
 const T0 = Date.UTC(2026, 10, 23);
@@ -312,4 +314,17 @@ test('RateLimit fields: a shadow_mode limit never binds them (it refuses nothing
   // only shadow limits: nothing is enforced, so no RateLimit fields at all
   const only = await service.shouldRateLimit({ domain: 'd', descriptors: [{ entries: [{ key: 'shadow', value: 's' }] }] });
   assert.deepEqual(only.response_headers_to_add, []);
+});
+
+test('a requests_per_unit: 0 limit\'s refusals are counted in ratekeeper_decisions_total (shadow_mode when not enforced)', async () => {
+  const metrics = new Metrics({ defaultMetrics: false });
+  const service = new RateLimitService({ store: new MemoryStore(), metrics });
+  service.setConfig(await configFrom('domain: d\ndescriptors:\n  - key: blocked\n    rate_limit: { name: nope, unit: minute, requests_per_unit: 0 }\n  - key: trial\n    shadow_mode: true\n    rate_limit: { unit: hour, requests_per_unit: 0 }\n'));
+  const one = (key: string, hits?: number): RlsRequest => ({ domain: 'd', descriptors: [{ entries: [{ key, value: 'x' }] }], hits_addend: hits });
+  assert.equal((await service.shouldRateLimit(one('blocked'))).overall_code, 'OVER_LIMIT');
+  assert.equal((await service.shouldRateLimit(one('blocked', 3))).overall_code, 'OVER_LIMIT');
+  assert.equal((await service.shouldRateLimit(one('trial'))).overall_code, 'OK');
+  const text = await metrics.text();
+  assert.equal(metric(text, 'ratekeeper_decisions_total', { domain: 'd', limit: 'blocked', rule: 'nope', outcome: 'over_limit' }), 4, text);
+  assert.equal(metric(text, 'ratekeeper_decisions_total', { domain: 'd', limit: 'trial', rule: '0/1h', outcome: 'shadow_mode' }), 1, text);
 });
