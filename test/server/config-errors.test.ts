@@ -35,6 +35,23 @@ function one(text: string, expected: Omit<Partial<ConfigIssue>, 'message'> & { m
 }
 
 describe('config: errors', () => {
+  it('a rule name that cannot be a RateLimit-Policy field (not printable ASCII) is an error, not a crash of the service', () => {
+    one(`domain: d
+descriptors:
+  - key: user
+    rate_limit: { name: "per usu\u00e1rio", unit: hour, requests_per_unit: 1 }
+`, { line: 4, path: 'domain: d > descriptors[0] (user) > rate_limit', field: 'name', value: 'per usu\u00e1rio', message: /printable ASCII/ });
+    one(`domain: d
+descriptors:
+  - key: user
+    rate_limit: { name: "a\\r\\nX-Evil: 1", unit: hour, requests_per_unit: 1 }
+`, { line: 4, field: 'name', value: 'a\r\nX-Evil: 1', message: /printable ASCII/ });
+    one(`policies:
+  login:
+    rules: [{ name: "x\\ny", limit: 1, per: 1h }]
+`, { line: 3, field: 'name', value: 'x\ny', message: /printable ASCII/ });
+  });
+
   it('an unknown field, with a did-you-mean', () => {
     one(`domain: d
 descriptors:

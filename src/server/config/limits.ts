@@ -83,10 +83,20 @@ export function accountingOf(at: At, f: Field): Accounting | undefined {
   return v;
 }
 
+/** PRINTABLE_ASCII — what a rule's name may hold: an sf-string of the RateLimit-Policy field (RFC 8941 3.3.3). */
+const PRINTABLE_ASCII = /^[\x20-\x7e]*$/;
+
 /** buildRule — ruleOf with the library's error re-addressed to the YAML field it came from. */
 export function buildRule(
   at: At, algorithm: Algorithm, options: Record<string, unknown>, spelled: Readonly<Record<string, Field | undefined>>, fallbackLine: number,
 ): RuleConfig | undefined {
+  const name = options.name;
+  if (typeof name === 'string' && !PRINTABLE_ASCII.test(name)) {
+    const f = spelled.name;
+    at.src.issues.add(at.src.file, f?.line ?? fallbackLine, at.path, f?.key ?? 'name', name,
+      `name ${show(name)} must be printable ASCII (no control characters): it names the rule in the RateLimit-Policy and RateLimit header fields`);
+    return undefined;
+  }
   try {
     return ruleOf(algorithm, options as never);
   } catch (e) {
