@@ -33,6 +33,33 @@ export function rlsClient(): grpc.ServiceClientConstructor {
   return pkg.envoy.service.ratelimit.v3.RateLimitService;
 }
 
+/** Malformed — what a request's bytes decode to when they are not a RateLimitRequest (answered INVALID_ARGUMENT). */
+class Malformed {
+  constructor(readonly reason: string) {}
+}
+
+/**
+ * tolerant — the service definition with decoders that never throw: grpc-js answers a decoder's throw with INTERNAL,
+ * and malformed bytes are the client's mistake, so they decode to a {@link Malformed} the handler refuses.
+ */
+function tolerant(def: grpc.ServiceDefinition): grpc.ServiceDefinition {
+  const out: Record<string, grpc.MethodDefinition<unknown, unknown>> = {};
+  for (const [name, m] of Object.entries(def)) {
+    const decode = m.requestDeserialize;
+    out[name] = {
+      ...m,
+      requestDeserialize: (bytes: Buffer) => {
+        try {
+          return decode(bytes);
+        } catch (e) {
+          return new Malformed((e as Error)?.message ?? String(e));
+        }
+      },
+    };
+  }
+  return out as grpc.ServiceDefinition;
+}
+
 /** GrpcFront — the gRPC listener: Envoy's RLS v3 ShouldRateLimit on the service. */
 export class GrpcFront {
   readonly server: grpc.Server;
@@ -43,7 +70,7 @@ export class GrpcFront {
   constructor(private readonly service: RateLimitService, private readonly metrics: Metrics | undefined, private readonly log: (line: string) => void) {
     // 4 MB messages at most, as grpc-js's default; a larger one is refused by the transport (RESOURCE_EXHAUSTED)
     this.server = new grpc.Server({ 'grpc.max_receive_message_length': 4 * 1024 * 1024 });
-    this.server.addService(rlsService(), { ShouldRateLimit: this.shouldRateLimit });
+    this.server.addService(tolerant(rlsService()), { ShouldRateLimit: this.shouldRateLimit });
   }
 
   private readonly shouldRateLimit = (call: grpc.ServerUnaryCall<RlsRequest, RlsResponse>, callback: grpc.sendUnaryData<RlsResponse>): void => {
@@ -64,6 +91,7 @@ export class GrpcFront {
     };
     let r: RlsResponse | Promise<RlsResponse>;
     try {
+      if (call.request instanceof Malformed) throw new BadRequest('request', `is not a RateLimitRequest in protobuf: ${call.request.reason}`);
       r = this.service.decide(call.request);
     } catch (e) {
       failed(e);

@@ -173,8 +173,17 @@ describe('gRPC RLS v3', () => {
     });
   }
 
-  test('malformed protobuf bytes: an error status, and the server keeps serving', async () => {
-    await assert.rejects(raw(Buffer.from([0x0a, 0xff, 0xff, 0xff, 0x0f, 0x01])), (e: grpc.ServiceError) => e.code !== grpc.status.OK);
+  test('malformed protobuf bytes: INVALID_ARGUMENT (the client\'s mistake, not INTERNAL), and the server keeps serving', async () => {
+    // protobufjs reads these (a domain of "\u0001" and no descriptors): the service refuses them
+    await assert.rejects(raw(Buffer.from([0x0a, 0xff, 0xff, 0xff, 0x0f, 0x01])), (e: grpc.ServiceError) => e.code === grpc.status.INVALID_ARGUMENT);
+    // these do not decode at all: a truncated descriptor (length 5, 3 bytes follow) and a field with wire type 7
+    for (const bytes of [[0x0a, 0x01, 0x64, 0x12, 0x05, 0x0a, 0x01, 0x61], [0x0f]]) {
+      await assert.rejects(raw(Buffer.from(bytes)), (e: grpc.ServiceError) => {
+        assert.equal(e.code, grpc.status.INVALID_ARGUMENT, e.details);
+        assert.match(e.details, /^request: is not a RateLimitRequest in protobuf: /);
+        return true;
+      });
+    }
     const ok = await typed({ domain: 'wire', descriptors: [{ entries: [{ key: 'user', value: 'after-garbage' }] }] });
     assert.equal(ok.overall_code, 'OK');
   });
