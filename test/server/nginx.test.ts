@@ -113,6 +113,15 @@ describe('nginx in front of an app, with examples/nginx', () => {
     assert.equal(r.headers['ratelimit-policy'], direct.headers['ratelimit-policy']);
   });
 
+  test('a client\'s own X-Ratekeeper-* headers do not reach the check: X-Ratekeeper-Cost: 0 is no way past the limit', async () => {
+    // nginx passes the client's headers on to the auth sub-request; a cost of 0 would be admitted and charge nothing
+    const before = appCalls;
+    const answers = await Promise.all(Array.from({ length: 40 }, (_, i) => http(front, 'GET', `/free/${i}`, undefined, { headers: { 'x-ratekeeper-cost': '0' } })));
+    const over = answers.filter((r) => r.status === 429).length;
+    assert.ok(over > 0, `all ${answers.length} admitted: ${answers.map((r) => r.status).join(' ')}`);
+    assert.equal(appCalls - before, answers.length - over);
+  });
+
   test('ratekeeper down: nginx answers 503, as the example documents, and the upstream is not called', async () => {
     await rk.close();
     const before = appCalls;
