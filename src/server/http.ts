@@ -11,6 +11,9 @@ import type { Api, Metrics } from './metrics.js';
 /** MAX_BODY — the largest request body read, in bytes (gRPC's default message limit); larger is a 413. */
 export const MAX_BODY = 4 * 1024 * 1024;
 
+/** DECIMAL — what X-Ratekeeper-Cost may be: a decimal number, digits with an optional fraction. */
+const DECIMAL = /^\d+(?:\.\d+)?$/;
+
 /** HttpFrontOptions — what the HTTP listener answers with. */
 export interface HttpFrontOptions {
   service: RateLimitService;
@@ -200,8 +203,9 @@ export class HttpFront {
       const costText = one('x-ratekeeper-cost');
       if (policy === undefined || policy === '') throw new BadRequest('X-Ratekeeper-Policy', 'header is missing');
       if (key === undefined || key === '') throw new BadRequest('X-Ratekeeper-Key', 'header is missing');
-      const cost = costText === undefined ? 1 : Number(costText);
-      if (!Number.isFinite(cost) || cost < 0 || cost > MAX_AMOUNT || costText?.trim() === '') throw new BadRequest('X-Ratekeeper-Cost', `must be a finite number from 0 to ${MAX_AMOUNT}, got ${JSON.stringify(costText)}`);
+      // a decimal number only: Number() would also read 0x10, 0b11 and 1e2
+      const cost = costText === undefined ? 1 : DECIMAL.test(costText) ? Number(costText) : NaN;
+      if (!Number.isFinite(cost) || cost < 0 || cost > MAX_AMOUNT) throw new BadRequest('X-Ratekeeper-Cost', `must be a finite number from 0 to ${MAX_AMOUNT}, got ${JSON.stringify(costText)}`);
       checkKey(policy, key, 'X-Ratekeeper-Key');
       const d = await this.options.service.check(policy, key, cost);
       this.decisionHeaders(res, policy, d);

@@ -150,6 +150,16 @@ for (const kind of ['memory', 'redis', 'cluster'] as const) {
       const long = await http(s.port, 'GET', '/v1/auth', undefined, { headers: { 'x-ratekeeper-policy': 'login', 'x-ratekeeper-key': 'k'.repeat(5000) } });
       assert.equal(long.status, 400);
       assert.equal(long.json.field, 'X-Ratekeeper-Key');
+      // a cost is a decimal number: JavaScript's other number syntaxes are not read as one (0x10 would cost 16)
+      const fresh = uid('cost');
+      for (const cost of ['0x10', '0b11', '1e2', 'Infinity', '-1', '1,2', '']) {
+        const r = await http(s.port, 'GET', '/v1/auth', undefined, { headers: { 'x-ratekeeper-policy': 'login', 'x-ratekeeper-key': fresh, 'x-ratekeeper-cost': cost } });
+        assert.equal(r.status, 400, `cost ${JSON.stringify(cost)}: ${r.status} ${r.text}`);
+        assert.equal(r.json.field, 'X-Ratekeeper-Cost');
+      }
+      const two = await http(s.port, 'GET', '/v1/auth', undefined, { headers: { 'x-ratekeeper-policy': 'login', 'x-ratekeeper-key': fresh, 'x-ratekeeper-cost': '2.5' } });
+      assert.equal(two.status, 200);
+      assert.equal(two.headers['ratelimit'], '"3/1h";r=0;t=3600', 'nothing charged before, 2.5 now');
     });
 
     test('GET /healthcheck: 200 OK', async () => {
