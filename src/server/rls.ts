@@ -3,6 +3,8 @@
  * (proto/rls.proto, loaded with keepCase), and their proto3 JSON mapping for `POST /json`.
  */
 
+import { MAX_AMOUNT } from '../core/rules.js';
+
 /** RlsCode — a descriptor's or the request's verdict. */
 export type RlsCode = 'UNKNOWN' | 'OK' | 'OVER_LIMIT';
 
@@ -102,6 +104,7 @@ function unit(v: unknown, field: string): RlsUnit {
 /** REQUEST_FIELDS, DESCRIPTOR_FIELDS — the JSON names (and proto names) of the messages' fields. */
 const REQUEST_FIELDS: ReadonlySet<string> = new Set(['domain', 'descriptors', 'hitsAddend', 'hits_addend']);
 const DESCRIPTOR_FIELDS: ReadonlySet<string> = new Set(['entries', 'limit', 'hitsAddend', 'hits_addend']);
+const LIMIT_FIELDS: ReadonlySet<string> = new Set(['requestsPerUnit', 'requests_per_unit', 'unit']);
 
 /** requestFromJson — a RateLimitRequest from its proto3 JSON form (camelCase or proto field names). */
 export function requestFromJson(body: unknown): RlsRequest {
@@ -118,6 +121,7 @@ export function requestFromJson(body: unknown): RlsRequest {
     if (!Array.isArray(es)) throw new BadRequest(`${at}.entries`, 'must be an array');
     const entries = es.map((e: unknown, j: number) => {
       if (!isObject(e)) throw new BadRequest(`${at}.entries[${j}]`, 'must be an object { key, value }');
+      for (const k in e) if (k !== 'key' && k !== 'value') throw new BadRequest(`${at}.entries[${j}].${k}`, 'is not a field of RateLimitDescriptor.Entry { key, value }');
       // the common case (two strings) builds no field path; str() names it when one is wrong
       const key = typeof e.key === 'string' ? e.key : str(e.key, `${at}.entries[${j}].key`);
       const value = typeof e.value === 'string' ? e.value : str(e.value, `${at}.entries[${j}].value`);
@@ -126,6 +130,7 @@ export function requestFromJson(body: unknown): RlsRequest {
     const out: RlsDescriptor = { entries };
     if (d.limit !== undefined && d.limit !== null) {
       if (!isObject(d.limit)) throw new BadRequest(`${at}.limit`, 'must be an object { requestsPerUnit, unit }');
+      for (const k in d.limit) if (!LIMIT_FIELDS.has(k)) throw new BadRequest(`${at}.limit.${k}`, 'is not a field of RateLimitOverride { requestsPerUnit, unit }');
       out.limit = {
         requests_per_unit: uint(pick(d.limit, 'requestsPerUnit', 'requests_per_unit'), `${at}.limit.requestsPerUnit`, 0xffffffff),
         unit: unit(d.limit.unit, `${at}.limit.unit`),
@@ -133,7 +138,7 @@ export function requestFromJson(body: unknown): RlsRequest {
     }
     const h = pick(d, 'hitsAddend', 'hits_addend');
     // google.protobuf.UInt64Value's JSON form is the bare number (or string); an object { value } is accepted too
-    if (h !== undefined && h !== null) out.hits_addend = { value: uint(isObject(h) ? h.value : h, `${at}.hitsAddend`, Number.MAX_SAFE_INTEGER) };
+    if (h !== undefined && h !== null) out.hits_addend = { value: uint(isObject(h) ? h.value : h, `${at}.hitsAddend`, MAX_AMOUNT) };
     return out;
   });
   return { domain, descriptors, hits_addend: uint(pick(body, 'hitsAddend', 'hits_addend'), 'hitsAddend', 0xffffffff) };
