@@ -21,6 +21,12 @@ export interface HttpFrontOptions {
   /** healthy — whether /healthcheck answers 200 now (config loaded, store usable under the failure policy). */
   healthy: () => boolean | Promise<boolean>;
   log: (line: string) => void;
+  /**
+   * requestTimeout — ms a request may take to arrive whole (headers and body) before it is answered 408 and its
+   * connection closed: a client that trickles bytes (slowloris) holds a socket this long, not node's 5 minutes.
+   * @default 10_000
+   */
+  requestTimeout?: number;
 }
 
 /**
@@ -37,7 +43,12 @@ export class HttpFront {
   private closing = false;
 
   constructor(private readonly options: HttpFrontOptions) {
-    this.server = createServer({ keepAliveTimeout: 65_000 }, (req, res) => this.handle(req, res));
+    const timeout = options.requestTimeout ?? 10_000;
+    this.server = createServer({
+      keepAliveTimeout: 65_000, requestTimeout: timeout, headersTimeout: timeout,
+      // how often node looks for requests past their timeout (its default, 30 s, would triple a 10 s timeout)
+      connectionsCheckingInterval: Math.max(50, Math.min(1000, timeout / 4)),
+    }, (req, res) => this.handle(req, res));
   }
 
   private handle(req: IncomingMessage, res: ServerResponse): void {

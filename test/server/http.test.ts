@@ -273,6 +273,36 @@ describe('GET /metrics: Prometheus text, label values from the configuration onl
 });
 
 describe('HTTP drain', () => {
+  test('slowloris: a request whose body (or headers) trickles in is cut off with a 408 after requestTimeout, not held for minutes', async () => {
+    const service = new RateLimitService({ store: new MemoryStore() });
+    service.setConfig(await configFrom(CONFIG));
+    const front = new HttpFront({ service, healthy: () => true, log: () => undefined, requestTimeout: 400 });
+    const port = await front.listen('127.0.0.1', 0);
+    try {
+      for (const start of ['POST /json HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{"domain"', 'POST /json HTTP/1.1\r\nHost: x\r\nX-Slow: ']) {
+        const t0 = performance.now();
+        const sock = connect(port, '127.0.0.1');
+        let got = '';
+        sock.setEncoding('utf8').on('data', (d: string) => (got += d));
+        sock.on('error', () => undefined);
+        const closed = new Promise((r) => sock.once('close', r));
+        sock.write(start);
+        // a byte now and then: never done, never idle
+        const drip = setInterval(() => sock.write(start.endsWith(': ') ? 'a' : ' '), 100);
+        await Promise.race([closed, new Promise((r) => setTimeout(r, 5000))]);
+        clearInterval(drip);
+        sock.destroy();
+        const ms = performance.now() - t0;
+        assert.ok(ms < 4000, `still open after ${Math.round(ms)} ms: ${JSON.stringify(start)}`);
+        assert.match(got, /^(HTTP\/1\.1 408 |$)/, got);
+      }
+      const ok = await http(port, 'POST', '/v1/check', { policy: 'login', key: uid('after-slow') });
+      assert.equal(ok.status, 200, 'still serving');
+    } finally {
+      await front.close(500);
+    }
+  });
+
   test('a request that arrives on a kept-alive connection while closing is answered (Connection: close), the process does not crash', async () => {
     const service = new RateLimitService({ store: new MemoryStore() });
     service.setConfig(await configFrom(CONFIG));
