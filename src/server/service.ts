@@ -413,13 +413,19 @@ function reportOf(spec: LimitSpec): Item['report'] {
   return out;
 }
 
+/** UNIT_NAMES — envoy's RateLimit.Unit by number. */
+const UNIT_NAMES: readonly RlsUnit[] = ['UNKNOWN', 'SECOND', 'MINUTE', 'HOUR', 'DAY', 'MONTH', 'YEAR', 'WEEK'];
+
 /** overrideOf — a descriptor's own limit as the config's matcher takes it. */
 function overrideOf(d: RlsDescriptor, i: number): RequestOverride {
   const o = d.limit!;
   const rpu = o.requests_per_unit ?? 0;
   if (!Number.isInteger(rpu) || rpu < 0 || rpu > MAX_UINT32) throw new BadRequest(`descriptors[${i}].limit.requests_per_unit`, `must be an integer from 0 to ${MAX_UINT32}, got ${rpu}`);
-  const unit = o.unit ?? 'UNKNOWN';
-  if (unit === 'UNKNOWN' || unit === 0) throw new BadRequest(`descriptors[${i}].limit.unit`, `must be a known unit (SECOND … YEAR, WEEK), got ${JSON.stringify(unit)}`);
+  // a known unit arrives by name (proto-loader's enums: String); a number here is one the proto does not know
+  const unit = typeof o.unit === 'number' ? UNIT_NAMES[o.unit] : o.unit;
+  if (unit === undefined || !Object.hasOwn(UNIT_MS, unit)) {
+    throw new BadRequest(`descriptors[${i}].limit.unit`, `must be a known unit (SECOND … YEAR, WEEK), got ${JSON.stringify(o.unit ?? 'UNKNOWN')}`);
+  }
   return { requestsPerUnit: rpu, unit };
 }
 

@@ -160,6 +160,8 @@ describe('gRPC RLS v3', () => {
     ['no descriptors', { domain: 'wire', descriptors: [] }, /descriptors: must not be empty/],
     ['a 1 MB descriptor value', { domain: 'wire', descriptors: [{ entries: [{ key: 'user', value: 'v'.repeat(1 << 20) }] }] }, /descriptors\[0\]\.entries: make a key of \d+ characters; at most 4096/],
     ['an unknown unit in the request\'s own limit', { domain: 'wire', descriptors: [{ entries: [{ key: 'user', value: 'x' }], limit: { requests_per_unit: 1, unit: 'UNKNOWN' } }] }, /descriptors\[0\]\.limit\.unit/],
+    ['a unit number the proto does not know', { domain: 'wire', descriptors: [{ entries: [{ key: 'user', value: 'x' }], limit: { requests_per_unit: 1, unit: 99 } }] }, /^descriptors\[0\]\.limit\.unit: .*got 99/],
+    ['a unit number the proto does not know, in a domain not configured', { domain: 'elsewhere', descriptors: [{ entries: [{ key: 'user', value: 'x' }], limit: { requests_per_unit: 1, unit: 99 } }] }, /^descriptors\[0\]\.limit\.unit: /],
   ];
   for (const [what, req, message] of bad) {
     test(`${what}: INVALID_ARGUMENT naming the field, nothing charged, the server keeps serving`, async () => {
