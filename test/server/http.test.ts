@@ -179,6 +179,7 @@ for (const kind of ['memory', 'redis', 'cluster'] as const) {
       ['an unknown field', 'POST', '/json', (v) => ({ domain: 'api', descriptors: [user(v)], domian: 'api' }), 400, 'domian', 'json'],
       ['an unknown descriptor field', 'POST', '/json', (v) => ({ domain: 'api', descriptors: [{ ...user(v), hits: 2 }] }), 400, 'descriptors[0].hits', 'json'],
       ['a value that is not a string', 'POST', '/json', (v) => ({ domain: 'api', descriptors: [user(v), { entries: [{ key: 'user', value: 7 }] }] }), 400, 'descriptors[1].entries[0].value', 'json'],
+      ['100 000 descriptors', 'POST', '/json', (v) => ({ domain: 'api', descriptors: [user(v), ...Array.from({ length: 99_999 }, () => ({}))] }), 400, 'descriptors', 'json'],
       ['an unknown entry field', 'POST', '/json', (v) => ({ domain: 'api', descriptors: [user(v), { entries: [{ key: 'user', value: v, vaule: 'x' }] }] }), 400, 'descriptors[1].entries[0].vaule', 'json'],
       ['an unknown field of the request\'s own limit', 'POST', '/json', (v) => ({ domain: 'api', descriptors: [user(v), { ...user(v), limit: { requestsPerUnit: 5, unit: 'HOUR', name: 'x' } }] }), 400, 'descriptors[1].limit.name', 'json'],
       ['a hits_addend past the largest cost', 'POST', '/json', (v) => ({ domain: 'api', descriptors: [user(v), { ...user(v), hitsAddend: '2000000000000000' }] }), 400, 'descriptors[1].hitsAddend', 'json'],

@@ -10,7 +10,7 @@ import { MemoryStore } from '../../src/stores/memory.js';
 import { RedisStore } from '../../src/stores/redis/index.js';
 import type { Store } from '../../src/stores/types.js';
 import { RateLimitService } from '../../src/server/service.js';
-import type { RlsRequest, RlsResponse } from '../../src/server/rls.js';
+import { MAX_DESCRIPTORS, type RlsRequest, type RlsResponse } from '../../src/server/rls.js';
 import { uniquePrefix, useCluster, useRedis } from '../support/redis-suite.js';
 import { configFrom } from './support.js';
 import { Metrics } from '../../src/server/metrics.js';
@@ -327,4 +327,15 @@ test('a requests_per_unit: 0 limit\'s refusals are counted in ratekeeper_decisio
   const text = await metrics.text();
   assert.equal(metric(text, 'ratekeeper_decisions_total', { domain: 'd', limit: 'blocked', rule: 'nope', outcome: 'over_limit' }), 4, text);
   assert.equal(metric(text, 'ratekeeper_decisions_total', { domain: 'd', limit: 'trial', rule: '0/1h', outcome: 'shadow_mode' }), 1, text);
+});
+
+test('a request of more than MAX_DESCRIPTORS descriptors is a bad request before any work (100 000 held the event loop for seconds); 1000 are decided', async () => {
+  const service = new RateLimitService({ store: new MemoryStore() });
+  service.setConfig(await configFrom('domain: d\ndescriptors:\n  - key: user\n    rate_limit: { unit: minute, requests_per_unit: 5 }\n'));
+  const many = (n: number): RlsRequest => ({ domain: 'd', descriptors: Array.from({ length: n }, (_, i) => ({ entries: [{ key: 'user', value: `u${i}` }] })) });
+  await assert.rejects(service.shouldRateLimit(many(MAX_DESCRIPTORS + 1)),
+    (e: Error & { field?: string }) => e.name === 'BadRequest' && e.field === 'descriptors' && /1001 descriptors; at most 1000/.test(e.message));
+  const r = await service.shouldRateLimit(many(MAX_DESCRIPTORS));
+  assert.equal(r.overall_code, 'OK');
+  assert.equal(r.statuses[0].limit_remaining, 4, 'the refused request charged nothing');
 });
