@@ -290,6 +290,8 @@ async function throughput(): Promise<void> {
     console.error(`throughput round ${round + 1}/${ROUNDS}: ${cases.map((c, j) => `${c.name} ${fmt(runs[j][round])}`).join('; ')}`);
   }
   const best = (j: number): number => Math.max(...runs[j]);
+  /** PAIRS — each case, the case it is compared with (its ceiling: none for a ceiling) and the target. */
+  const PAIRS: [number, number | undefined, string][] = [[0, 1, '>= 0.6×'], [1, undefined, 'ceiling'], [2, 4, '>= 0.7×'], [3, 5, '>= 0.7×'], [4, undefined, 'ceiling'], [5, undefined, 'ceiling']];
   console.log(`\n### Throughput (calls/s; ${SECONDS} s per run after a warm-up run, ${ROUNDS} alternating rounds; gRPC ${STREAMS} calls in flight, HTTP ${CONNECTIONS} connections)\n`);
   console.log('| server | best | median | rounds | vs its ceiling (best, median) | target |');
   console.log('|---|---:|---:|---|---:|---|');
@@ -297,12 +299,7 @@ async function throughput(): Promise<void> {
     const ratio = ceiling === undefined ? '' : `${(best(j) / best(ceiling)).toFixed(2)}×, ${(median(runs[j]) / median(runs[ceiling])).toFixed(2)}×`;
     console.log(`| ${cases[j].name} | ${fmt(best(j))} | ${fmt(median(runs[j]))} | ${runs[j].map(fmt).join(' / ')} | ${ratio} | ${target} |`);
   };
-  row(0, 1, '>= 0.6×');
-  row(1, undefined, 'ceiling');
-  row(2, 4, '>= 0.7×');
-  row(3, 5, '>= 0.7×');
-  row(4, undefined, 'ceiling');
-  row(5, undefined, 'ceiling');
+  for (const [j, ceiling, target] of PAIRS) row(j, ceiling, target);
   console.log('\nThe servers\' own CPU per call (µs, user + system, median of rounds): what each server spends, whatever limits the load generator. Ratio: the ceiling\'s µs / this one\'s (as a throughput on one core).\n');
   console.log('| server | CPU µs per call (median) | rounds | vs its ceiling | target |');
   console.log('|---|---:|---|---:|---|');
@@ -310,12 +307,7 @@ async function throughput(): Promise<void> {
     const ratio = ceiling === undefined ? '' : `${(median(cpu[ceiling]) / median(cpu[j])).toFixed(2)}×`;
     console.log(`| ${cases[j].name} | ${median(cpu[j]).toFixed(1)} | ${cpu[j].map((x) => x.toFixed(1)).join(' / ')} | ${ratio} | ${target} |`);
   };
-  cpuRow(0, 1, '>= 0.6×');
-  cpuRow(1, undefined, 'ceiling');
-  cpuRow(2, 4, '>= 0.7×');
-  cpuRow(3, 5, '>= 0.7×');
-  cpuRow(4, undefined, 'ceiling');
-  cpuRow(5, undefined, 'ceiling');
+  for (const [j, ceiling, target] of PAIRS) cpuRow(j, ceiling, target);
 }
 
 async function latency(): Promise<void> {

@@ -57,6 +57,11 @@ export interface RlsResponse {
  */
 export const MAX_DESCRIPTORS = 1000;
 
+/** checkDescriptorCount — refuses a request of more than MAX_DESCRIPTORS descriptors, before any work on them. */
+export function checkDescriptorCount(n: number): void {
+  if (n > MAX_DESCRIPTORS) throw new BadRequest('descriptors', `has ${n} descriptors; at most ${MAX_DESCRIPTORS} are accepted in one request`);
+}
+
 /** BadRequest — a request the service cannot decide: gRPC INVALID_ARGUMENT, HTTP 400; `field` names what is wrong. */
 export class BadRequest extends Error {
   constructor(readonly field: string, message: string) {
@@ -120,7 +125,7 @@ export function requestFromJson(body: unknown): RlsRequest {
   const domain = str(body.domain, 'domain');
   const raw = body.descriptors ?? [];
   if (!Array.isArray(raw)) throw new BadRequest('descriptors', 'must be an array');
-  if (raw.length > MAX_DESCRIPTORS) throw new BadRequest('descriptors', `has ${raw.length} descriptors; at most ${MAX_DESCRIPTORS} are accepted in one request`);
+  checkDescriptorCount(raw.length);
   const descriptors = raw.map((d: unknown, i: number): RlsDescriptor => {
     const at = `descriptors[${i}]`;
     if (!isObject(d)) throw new BadRequest(at, 'must be an object');

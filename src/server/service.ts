@@ -8,7 +8,7 @@ import { MemoryStore } from '../stores/memory.js';
 import type { Store } from '../stores/types.js';
 import { LimitFieldWriter, policyField, seconds } from '../http/headers.js';
 import type { LimitSpec, Match, NativePolicy, RequestOverride, ServiceConfig } from './config/types.js';
-import { BadRequest, MAX_DESCRIPTORS, UNIT_MS, duration, type RlsDescriptor, type RlsRequest, type RlsResponse, type RlsStatus, type RlsUnit } from './rls.js';
+import { BadRequest, UNIT_MS, checkDescriptorCount, duration, type RlsDescriptor, type RlsRequest, type RlsResponse, type RlsStatus, type RlsUnit } from './rls.js';
 import type { Metrics } from './metrics.js';
 
 /** ServiceOptions — what the service decides with. */
@@ -262,7 +262,7 @@ export class RateLimitService {
     if (domain === '') throw new BadRequest('domain', 'must not be empty');
     const descriptors = req.descriptors ?? [];
     if (descriptors.length === 0) throw new BadRequest('descriptors', 'must not be empty');
-    if (descriptors.length > MAX_DESCRIPTORS) throw new BadRequest('descriptors', `has ${descriptors.length} descriptors; at most ${MAX_DESCRIPTORS} are accepted in one request`);
+    checkDescriptorCount(descriptors.length);
     const base = req.hits_addend !== undefined && req.hits_addend > 0 ? req.hits_addend : 1;
     const statuses = new Array<RlsStatus>(descriptors.length);
     const items: Item[] = [];
