@@ -1,9 +1,11 @@
 import { existsSync } from 'node:fs';
+import * as http2 from 'node:http2';
 import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
 import { RatekeeperError } from '../core/errors.js';
 import { BadRequest, type RlsRequest, type RlsResponse } from './rls.js';
+import { scanRequest } from './rlsWire.js';
 import type { RateLimitService } from './service.js';
 import type { Metrics } from './metrics.js';
 
@@ -40,7 +42,9 @@ class Malformed {
 
 /**
  * tolerant — the service definition with decoders that never throw: grpc-js answers a decoder's throw with INTERNAL,
- * and malformed bytes are the client's mistake, so they decode to a {@link Malformed} the handler refuses.
+ * and malformed bytes are the client's mistake, so they decode to a {@link Malformed} the handler refuses. The
+ * bytes are scanned first ({@link scanRequest}): a message past the descriptor, entry or field bounds, or with a
+ * string that is not UTF-8, decodes to the BadRequest the handler answers, without protobufjs ever seeing it.
  */
 function tolerant(def: grpc.ServiceDefinition): grpc.ServiceDefinition {
   const out: Record<string, grpc.MethodDefinition<unknown, unknown>> = {};
@@ -49,6 +53,8 @@ function tolerant(def: grpc.ServiceDefinition): grpc.ServiceDefinition {
     out[name] = {
       ...m,
       requestDeserialize: (bytes: Buffer) => {
+        const refused = scanRequest(bytes);
+        if (refused !== undefined) return refused;
         try {
           return decode(bytes);
         } catch (e) {
@@ -60,22 +66,195 @@ function tolerant(def: grpc.ServiceDefinition): grpc.ServiceDefinition {
   return out as grpc.ServiceDefinition;
 }
 
+/** GrpcFrontOptions — how the gRPC listener bounds what one client can hold. */
+export interface GrpcFrontOptions {
+  /**
+   * requestTimeout — ms a call's request may take to arrive whole (its message and the client's end of stream), as
+   * the HTTP listener's: past it the call is answered DEADLINE_EXCEEDED and its stream reset, so a client that sends
+   * 3 bytes of a message and stops holds a stream this long, not forever. Checked every second (±1 s). 0: off.
+   * @default 10_000
+   */
+  requestTimeout?: number;
+  /**
+   * maxConcurrentStreams — calls one HTTP/2 connection may have open at once (SETTINGS_MAX_CONCURRENT_STREAMS; a
+   * stream past it is refused with REFUSED_STREAM, and Envoy opens another connection). @default 1000
+   */
+  maxConcurrentStreams?: number;
+  /**
+   * keepaliveTime — ms between the server's HTTP/2 PINGs on a connection; a connection that does not answer one
+   * within `keepaliveTimeout` ms is closed (a peer that vanished without a FIN stops holding its streams).
+   * @default 60_000 and 20_000
+   */
+  keepaliveTime?: number;
+  keepaliveTimeout?: number;
+  /** maxConnectionIdle — ms a connection with no call open is kept before it is closed (GOAWAY). @default 300_000 */
+  maxConnectionIdle?: number;
+}
+
+/** MAX_MESSAGE — the largest request message, in bytes, inflated size included: grpc-js's default (4 MB). */
+export const MAX_MESSAGE = 4 * 1024 * 1024;
+
+/**
+ * http2ServersOf — the node:http2 servers grpc-js listens with (its `http2Servers` map: not part of its API, present
+ * from 1.10 to 1.14 at least). undefined when a version keeps them elsewhere; a test fails then.
+ */
+function http2ServersOf(server: grpc.Server): http2.Http2Server[] | undefined {
+  const m = (server as unknown as { http2Servers?: unknown }).http2Servers;
+  if (!(m instanceof Map)) return undefined;
+  return [...m.keys()].filter((s): s is http2.Http2Server => typeof (s as http2.Http2Server)?.on === 'function');
+}
+
+/**
+ * Arrivals — the streams whose request has not arrived whole, by the sweep tick they opened in (a Map keeps insertion
+ * order, so the oldest come first and a sweep stops at the first young one). grpc-js has no such deadline: a call's
+ * only deadline is the client's own grpc-timeout, so this one lives on the HTTP/2 streams, under grpc-js.
+ */
+class Arrivals {
+  /** open — stream → the tick it opened in; a stream leaves at its client's end of stream or when it closes. */
+  private readonly open = new Map<http2.ServerHttp2Stream, number>();
+  /** tick — sweeps so far: the clock of `open`, read without a clock call per stream. */
+  private tick = 0;
+  private readonly timer: NodeJS.Timeout;
+  /** arrived — a stream's 'end' and 'close' listener (one function for every stream: `this` is the stream). */
+  readonly arrived: (this: http2.ServerHttp2Stream) => void;
+
+  constructor(timeoutMs: number, private readonly onExpired: (stream: http2.ServerHttp2Stream) => void) {
+    const open = this.open;
+    this.arrived = function (this: http2.ServerHttp2Stream) {
+      open.delete(this);
+    };
+    const every = Math.max(50, Math.min(1000, timeoutMs / 4));
+    const ticks = Math.ceil(timeoutMs / every);
+    this.timer = setInterval(() => this.sweep(ticks), every);
+    this.timer.unref();
+  }
+
+  /** add — a new stream, from the HTTP/2 server's 'stream' event. */
+  readonly add = (stream: http2.ServerHttp2Stream): void => {
+    this.open.set(stream, this.tick);
+    stream.on('end', this.arrived);
+    stream.on('close', this.arrived);
+  };
+
+  private sweep(ticks: number): void {
+    this.tick++;
+    for (const [stream, opened] of this.open) {
+      if (this.tick - opened <= ticks) break;
+      this.open.delete(stream);
+      this.onExpired(stream);
+    }
+  }
+
+  get size(): number {
+    return this.open.size;
+  }
+
+  stop(): void {
+    clearInterval(this.timer);
+  }
+}
+
 /** GrpcFront — the gRPC listener: Envoy's RLS v3 ShouldRateLimit on the service. */
 export class GrpcFront {
   readonly server: grpc.Server;
   /** inFlight — calls accepted and not yet answered (drained on shutdown). */
   inFlight = 0;
   port = 0;
+  /** cancelled — calls whose client had gone (RST_STREAM, closed connection) before they were decided: not charged. */
+  cancelled = 0;
+  /** expired — streams answered DEADLINE_EXCEEDED and reset because their request did not arrive in time. */
+  expired = 0;
+  /** arrivals — the streams still waiting for their request (undefined when requestTimeout is 0). */
+  private readonly arrivals: Arrivals | undefined;
+  private readonly requestTimeout: number;
 
-  constructor(private readonly service: RateLimitService, private readonly metrics: Metrics | undefined, private readonly log: (line: string) => void) {
-    // 4 MB messages at most, as grpc-js's default; a larger one is refused by the transport (RESOURCE_EXHAUSTED)
-    this.server = new grpc.Server({ 'grpc.max_receive_message_length': 4 * 1024 * 1024 });
+  constructor(private readonly service: RateLimitService, private readonly metrics: Metrics | undefined, private readonly log: (line: string) => void, options: GrpcFrontOptions = {}) {
+    this.requestTimeout = options.requestTimeout ?? 10_000;
+    this.server = new grpc.Server({
+      // 4 MB messages at most, as grpc-js's default, also once inflated: grpc-js stops a gzip/deflate message's
+      // inflation past it (RESOURCE_EXHAUSTED); what is under it is scanned before it is decoded (rlsWire.ts)
+      'grpc.max_receive_message_length': MAX_MESSAGE,
+      'grpc.max_concurrent_streams': options.maxConcurrentStreams ?? 1000,
+      'grpc.keepalive_time_ms': options.keepaliveTime ?? 60_000,
+      'grpc.keepalive_timeout_ms': options.keepaliveTimeout ?? 20_000,
+      'grpc.max_connection_idle_ms': options.maxConnectionIdle ?? 300_000,
+    });
     this.server.addService(tolerant(rlsService()), { ShouldRateLimit: this.shouldRateLimit });
+    this.arrivals = this.requestTimeout > 0 ? new Arrivals(this.requestTimeout, this.expire) : undefined;
   }
 
+  /** pendingStreams — streams whose request has not arrived whole yet (tests, the operators' numbers). */
+  get pendingStreams(): number {
+    return this.arrivals?.size ?? 0;
+  }
+
+  /**
+   * expire — a stream whose request did not arrive within requestTimeout: answered DEADLINE_EXCEEDED (trailers only,
+   * when nothing was answered yet) and reset with NO_ERROR, as gRPC servers end a call whose client has not finished
+   * sending. grpc-js sees the stream close and drops the call.
+   */
+  private readonly expire = (stream: http2.ServerHttp2Stream): void => {
+    if (stream.destroyed || stream.closed) return;
+    this.expired++;
+    try {
+      if (!stream.headersSent) {
+        stream.respond({
+          ':status': 200, 'content-type': 'application/grpc+proto', 'grpc-status': String(grpc.status.DEADLINE_EXCEEDED),
+          'grpc-message': encodeURIComponent(`request: did not arrive whole within ${this.requestTimeout} ms`),
+        }, { endStream: true });
+      }
+    } catch {
+      // the session is going away: the reset below is all there is to do
+    }
+    stream.close(http2.constants.NGHTTP2_NO_ERROR);
+  };
+
+  /** queue — calls whose request is in and not yet decided: [call, callback, metrics timer] triples, in arrival order. */
+  private queue: unknown[] = [];
+  /** spare — the other queue array, swapped in while one is being decided (no array allocated per turn). */
+  private spare: unknown[] = [];
+  /** scheduled — a setImmediate will decide the queue. */
+  private scheduled = false;
+
+  /**
+   * shouldRateLimit — a call whose request is in: decided in the next turn of the event loop, with every other call
+   * received in this one (one setImmediate for all of them). node:http2 hands JS a DATA frame and reads the rest of
+   * the socket's bytes only in a later turn, so a RST_STREAM sent right behind a request is read after the request;
+   * decided at once, the call would be charged although its client had already cancelled it (HTTP/2 rapid reset:
+   * thousands of cancelled calls charged to one key). A turn costs microseconds.
+   */
   private readonly shouldRateLimit = (call: grpc.ServerUnaryCall<RlsRequest, RlsResponse>, callback: grpc.sendUnaryData<RlsResponse>): void => {
     this.inFlight++;
-    const done = this.metrics?.time('grpc');
+    this.queue.push(call, callback, this.metrics?.time('grpc'));
+    if (!this.scheduled) {
+      this.scheduled = true;
+      setImmediate(this.drain);
+    }
+  };
+
+  private readonly drain = (): void => {
+    const q = this.queue;
+    this.queue = this.spare;
+    this.spare = q;
+    this.scheduled = false;
+    try {
+      for (let i = 0; i < q.length; i += 3) {
+        this.decideCall(q[i] as grpc.ServerUnaryCall<RlsRequest, RlsResponse>, q[i + 1] as grpc.sendUnaryData<RlsResponse>, q[i + 2] as ((code: string) => void) | undefined);
+      }
+    } finally {
+      q.length = 0;
+    }
+  };
+
+  /** decideCall — one call: not decided when its client is gone, refused when its request is bad, else decided. */
+  private decideCall(call: grpc.ServerUnaryCall<RlsRequest, RlsResponse>, callback: grpc.sendUnaryData<RlsResponse>, done: ((code: string) => void) | undefined): void {
+    // a call whose client is gone (RST_STREAM, connection closed) is not decided, so nothing is charged
+    if (call.cancelled) {
+      this.inFlight--;
+      this.cancelled++;
+      done?.('CANCELLED');
+      return;
+    }
     const answered = (r: RlsResponse): void => {
       this.inFlight--;
       done?.(r.overall_code);
@@ -91,6 +270,7 @@ export class GrpcFront {
     };
     let r: RlsResponse | Promise<RlsResponse>;
     try {
+      if (call.request instanceof BadRequest) throw call.request;
       if (call.request instanceof Malformed) throw new BadRequest('request', `is not a RateLimitRequest in protobuf: ${call.request.reason}`);
       r = this.service.decide(call.request);
     } catch (e) {
@@ -100,24 +280,31 @@ export class GrpcFront {
     // the memory store answers in this tick; Redis once its reply is in
     if (r instanceof Promise) r.then(answered, failed);
     else answered(r);
-  };
+  }
 
   /** listen — binds host:port (0: any free port) and resolves with the port. */
   listen(host: string, port: number): Promise<number> {
     return new Promise((resolve, reject) => {
       const address = host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`;
       this.server.bindAsync(address, grpc.ServerCredentials.createInsecure(), (err, bound) => {
-        if (err) reject(err);
-        else {
-          this.port = bound;
-          resolve(bound);
+        if (err) {
+          reject(err);
+          return;
         }
+        this.port = bound;
+        if (this.arrivals !== undefined) {
+          const servers = http2ServersOf(this.server);
+          if (servers === undefined || servers.length === 0) this.log('grpc: cannot reach grpc-js\'s HTTP/2 server: requests are not held to requestTimeout');
+          else for (const s of servers) if (!s.listeners('stream').includes(this.arrivals.add)) s.on('stream', this.arrivals.add);
+        }
+        resolve(bound);
       });
     });
   }
 
   /** close — stops accepting calls and resolves once the accepted ones are answered (forced after `graceMs`). */
   close(graceMs = 10_000): Promise<void> {
+    this.arrivals?.stop();
     return new Promise((resolve) => {
       const timer = setTimeout(() => {
         this.server.forceShutdown();

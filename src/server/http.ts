@@ -3,7 +3,7 @@ import type { Decision } from '../core/types.js';
 import { RatekeeperError } from '../core/errors.js';
 import { seconds } from '../http/headers.js';
 import { MAX_AMOUNT } from '../core/rules.js';
-import { BadRequest, requestFromJson, responseToJson, type RlsResponse } from './rls.js';
+import { BadRequest, requestFromJson, responseToJson, wellFormed, type RlsResponse } from './rls.js';
 import { MAX_KEY_LENGTH } from '../limiter.js';
 import { policyKey, type RateLimitService } from './service.js';
 import type { Api, Metrics } from './metrics.js';
@@ -180,6 +180,7 @@ export class HttpFront {
     for (const k of Object.keys(b)) if (k !== 'policy' && k !== 'key' && k !== 'cost') throw new BadRequest(k, 'is not a field of a check: { "policy", "key", "cost"? }');
     if (typeof b.policy !== 'string' || b.policy === '') throw new BadRequest('policy', `must be a non-empty string, got ${JSON.stringify(b.policy)}`);
     if (typeof b.key !== 'string' || b.key === '') throw new BadRequest('key', `must be a non-empty string, got ${JSON.stringify(b.key)}`);
+    if (!wellFormed(b.key)) throw new BadRequest('key', 'has a lone surrogate: it is not a Unicode string (distinct keys would share one counter)');
     const cost = b.cost === undefined ? 1 : b.cost;
     if (typeof cost !== 'number' || !Number.isFinite(cost) || cost < 0 || cost > MAX_AMOUNT) throw new BadRequest('cost', `must be a finite number from 0 to ${MAX_AMOUNT}, got ${JSON.stringify(b.cost)}`);
     checkKey(b.policy, b.key, 'key');

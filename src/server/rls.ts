@@ -57,6 +57,20 @@ export interface RlsResponse {
  */
 export const MAX_DESCRIPTORS = 1000;
 
+/**
+ * MAX_ENTRIES — the most entries one descriptor may have. Envoy writes one entry per action of a rate limit: a few.
+ * A descriptor deeper than any configured path matches nothing anyway; the bound keeps its decoding cheap.
+ */
+export const MAX_ENTRIES = 64;
+
+/**
+ * wellFormed — `s` has no lone surrogate (String.prototype.isWellFormed, Node 20; not in the ES2022 lib types).
+ * A lone surrogate has no UTF-8 form: Redis would store it as U+FFFD's bytes, so distinct keys would share a counter.
+ */
+export function wellFormed(s: string): boolean {
+  return (s as unknown as { isWellFormed(): boolean }).isWellFormed();
+}
+
 /** checkDescriptorCount — refuses a request of more than MAX_DESCRIPTORS descriptors, before any work on them. */
 export function checkDescriptorCount(n: number): void {
   if (n > MAX_DESCRIPTORS) throw new BadRequest('descriptors', `has ${n} descriptors; at most ${MAX_DESCRIPTORS} are accepted in one request`);
@@ -118,11 +132,15 @@ const REQUEST_FIELDS: ReadonlySet<string> = new Set(['domain', 'descriptors', 'h
 const DESCRIPTOR_FIELDS: ReadonlySet<string> = new Set(['entries', 'limit', 'hitsAddend', 'hits_addend']);
 const LIMIT_FIELDS: ReadonlySet<string> = new Set(['requestsPerUnit', 'requests_per_unit', 'unit']);
 
+/** NOT_WELL_FORMED — why a string with a lone surrogate (`"\ud800"` in JSON) is refused. */
+const NOT_WELL_FORMED = 'has a lone surrogate: it is not a Unicode string (distinct keys would share one counter)';
+
 /** requestFromJson — a RateLimitRequest from its proto3 JSON form (camelCase or proto field names). */
 export function requestFromJson(body: unknown): RlsRequest {
   if (!isObject(body)) throw new BadRequest('body', `must be a JSON object (a RateLimitRequest), got ${JSON.stringify(body)?.slice(0, 80)}`);
   for (const k in body) if (!REQUEST_FIELDS.has(k)) throw new BadRequest(k, 'is not a field of RateLimitRequest');
   const domain = str(body.domain, 'domain');
+  if (!wellFormed(domain)) throw new BadRequest('domain', NOT_WELL_FORMED);
   const raw = body.descriptors ?? [];
   if (!Array.isArray(raw)) throw new BadRequest('descriptors', 'must be an array');
   checkDescriptorCount(raw.length);
@@ -132,12 +150,15 @@ export function requestFromJson(body: unknown): RlsRequest {
     for (const k in d) if (!DESCRIPTOR_FIELDS.has(k)) throw new BadRequest(`${at}.${k}`, 'is not a field of RateLimitDescriptor');
     const es = d.entries ?? [];
     if (!Array.isArray(es)) throw new BadRequest(`${at}.entries`, 'must be an array');
+    if (es.length > MAX_ENTRIES) throw new BadRequest(`${at}.entries`, `has ${es.length} entries; at most ${MAX_ENTRIES} are accepted in one descriptor`);
     const entries = es.map((e: unknown, j: number) => {
       if (!isObject(e)) throw new BadRequest(`${at}.entries[${j}]`, 'must be an object { key, value }');
       for (const k in e) if (k !== 'key' && k !== 'value') throw new BadRequest(`${at}.entries[${j}].${k}`, 'is not a field of RateLimitDescriptor.Entry { key, value }');
       // the common case (two strings) builds no field path; str() names it when one is wrong
       const key = typeof e.key === 'string' ? e.key : str(e.key, `${at}.entries[${j}].key`);
       const value = typeof e.value === 'string' ? e.value : str(e.value, `${at}.entries[${j}].value`);
+      if (!wellFormed(key)) throw new BadRequest(`${at}.entries[${j}].key`, NOT_WELL_FORMED);
+      if (!wellFormed(value)) throw new BadRequest(`${at}.entries[${j}].value`, NOT_WELL_FORMED);
       return { key, value };
     });
     const out: RlsDescriptor = { entries };
