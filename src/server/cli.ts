@@ -29,6 +29,10 @@ Options (environment variable used when the flag is absent):
                            (decide on a local memory store until Redis answers again)
   --store-timeout MS       ms a Redis call may take                    RATEKEEPER_STORE_TIMEOUT   default: 1000
   --max-keys N             clients kept by the memory store (and the fallback)                 default: 1000000
+  --request-timeout MS     ms a request may take to arrive whole, on both listeners (HTTP: 408;
+                           gRPC: DEADLINE_EXCEEDED and the stream reset) RATEKEEPER_REQUEST_TIMEOUT default: 10000
+  --grpc-max-streams N     calls one gRPC connection may have open at once
+                                                                       RATEKEEPER_GRPC_MAX_STREAMS default: 1000
   --response-headers       add RateLimit-Policy, RateLimit and Retry-After to RLS responses
                                                                        RATE_LIMIT_RESPONSE_HEADERS_ENABLED=true
   --shadow-mode            decide and count, never refuse              SHADOW_MODE=true
@@ -97,6 +101,7 @@ export function serveOptions(argv: string[], env: NodeJS.ProcessEnv): ServeOptio
         config: { type: 'string' }, host: { type: 'string' }, port: { type: 'string' }, 'grpc-port': { type: 'string' },
         redis: { type: 'string' }, 'redis-cluster': { type: 'string' }, prefix: { type: 'string' },
         'on-store-error': { type: 'string' }, 'store-timeout': { type: 'string' }, 'max-keys': { type: 'string' },
+        'request-timeout': { type: 'string' }, 'grpc-max-streams': { type: 'string' },
         'response-headers': { type: 'boolean' }, 'shadow-mode': { type: 'boolean' }, 'denial-cache': { type: 'boolean' },
         'admin-port': { type: 'string' }, 'admin-host': { type: 'string' }, 'admin-token': { type: 'string' },
         help: { type: 'boolean', short: 'h' },
@@ -126,6 +131,8 @@ export function serveOptions(argv: string[], env: NodeJS.ProcessEnv): ServeOptio
   }
   const timeout = int(f['store-timeout'] ?? env.RATEKEEPER_STORE_TIMEOUT, '--store-timeout', 1);
   const maxKeys = int(f['max-keys'], '--max-keys', 1);
+  const requestTimeout = int(f['request-timeout'] ?? set(env.RATEKEEPER_REQUEST_TIMEOUT), '--request-timeout', 1);
+  const grpcMaxStreams = int(f['grpc-max-streams'] ?? set(env.RATEKEEPER_GRPC_MAX_STREAMS), '--grpc-max-streams', 1);
   const o: ServeOptions = {
     config,
     host: nonEmpty(f.host, '--host') ?? set(env.HOST) ?? '127.0.0.1',
@@ -142,6 +149,8 @@ export function serveOptions(argv: string[], env: NodeJS.ProcessEnv): ServeOptio
   if (onStoreError !== undefined) o.onStoreError = onStoreError;
   if (timeout !== undefined) o.storeTimeout = timeout;
   if (maxKeys !== undefined) o.maxKeys = maxKeys;
+  if (requestTimeout !== undefined) o.requestTimeout = requestTimeout;
+  if (grpcMaxStreams !== undefined) o.grpcMaxStreams = grpcMaxStreams;
   o.adminPort = port(f['admin-port'] ?? set(env.RATEKEEPER_ADMIN_PORT), '--admin-port') ?? 6070;
   const adminHost = f['admin-host'] ?? set(env.RATEKEEPER_ADMIN_HOST);
   if (adminHost !== undefined) o.adminHost = adminHost;

@@ -32,6 +32,13 @@ export interface ServeOptions {
   storeTimeout?: number;
   /** maxKeys — the memory store's bound (and the fallback's). */
   maxKeys?: number;
+  /**
+   * requestTimeout — ms a request may take to arrive whole on either listener: HTTP answers 408, gRPC answers
+   * DEADLINE_EXCEEDED and resets the stream. @default 10_000
+   */
+  requestTimeout?: number;
+  /** grpcMaxStreams — calls one gRPC connection may have open at once (HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS). @default 1000 */
+  grpcMaxStreams?: number;
   responseHeaders?: boolean;
   shadowMode?: boolean;
   denialCache?: boolean;
@@ -102,12 +109,12 @@ export async function startService(options: ServeOptions): Promise<Running> {
   let grpcFront: GrpcFront | undefined;
   try {
     if ((options.port ?? 8080) >= 0) {
-      http = new HttpFront({ service, metrics, healthy: storeHealthy, log });
+      http = new HttpFront({ service, metrics, healthy: storeHealthy, log, requestTimeout: options.requestTimeout });
       const p = await http.listen(host, options.port ?? 8080);
       log(`ratekeeper: http listening on ${hostPort(host, p)} (POST /json, POST /v1/check, GET /healthcheck, GET /metrics)`);
     }
     if ((options.grpcPort ?? 8081) >= 0) {
-      grpcFront = new GrpcFront(service, metrics, log);
+      grpcFront = new GrpcFront(service, metrics, log, { requestTimeout: options.requestTimeout, maxConcurrentStreams: options.grpcMaxStreams });
       const p = await grpcFront.listen(host, options.grpcPort ?? 8081);
       log(`ratekeeper: grpc listening on ${hostPort(host, p)} (envoy.service.ratelimit.v3.RateLimitService)`);
     }
