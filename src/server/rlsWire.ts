@@ -26,6 +26,7 @@ import { BadRequest, MAX_DESCRIPTORS, MAX_ENTRIES } from './rls.js';
  */
 export const MAX_FIELDS = MAX_DESCRIPTORS * (8 * 3 + 3 + 4) + 16;
 
+const EMPTY = new Uint8Array(0);
 const VARINT = 0;
 const I64 = 1;
 const LEN = 2;
@@ -37,13 +38,20 @@ class Refusal {
 }
 
 /**
- * Scanner — the walk's position over one message. `fields` counts tags at every depth. Allocated once per
- * scanRequest call (one small object): the positions live in it rather than in closures.
+ * Scanner — the walk's position over one message. `fields` counts tags at every depth. One instance serves every
+ * call (a scan is synchronous, so never re-entered): nothing is allocated for a message that passes.
  */
 class Scanner {
   pos = 0;
   fields = 0;
-  constructor(readonly buf: Uint8Array) {}
+  buf: Uint8Array = EMPTY;
+
+  reset(buf: Uint8Array): this {
+    this.buf = buf;
+    this.pos = 0;
+    this.fields = 0;
+    return this;
+  }
 
   malformed(why: string): Refusal {
     return new Refusal('request', `is not a RateLimitRequest in protobuf: ${why}`);
@@ -163,16 +171,20 @@ class Scanner {
   }
 }
 
+const SCANNER = new Scanner();
+
 /**
  * scanRequest — undefined when `bytes` may be decoded as a RateLimitRequest, else the BadRequest to answer (the
  * field named): see the module comment. Linear in the bytes it walks, and it stops at the first bound passed.
  */
 export function scanRequest(bytes: Uint8Array): BadRequest | undefined {
   try {
-    new Scanner(bytes).request();
+    SCANNER.reset(bytes).request();
     return undefined;
   } catch (e) {
     if (e instanceof Refusal) return new BadRequest(e.field, e.message);
     throw e;
+  } finally {
+    SCANNER.buf = EMPTY; // the message is not kept alive by the scanner
   }
 }
