@@ -176,6 +176,15 @@ describe('the gRPC listener under attack', () => {
     assert.ok(r.growthMB < 50, `RSS grew ${r.growthMB} MB`);
   });
 
+  test('a message that inflates past 4 MiB: grpc-js stops inflating at the receive limit (RESOURCE_EXHAUSTED)', async () => {
+    const body = Buffer.concat([EMPTY_4MB, EMPTY_4MB]);
+    await assert.rejects(raw(body, true), (e: grpc.ServiceError) => {
+      assert.equal(e.code, grpc.status.RESOURCE_EXHAUSTED, `${grpc.status[e.code]}: ${e.details}`);
+      assert.match(e.details, /decompresses to a size larger than 4194304/);
+      return true;
+    });
+  });
+
   test('4 MB of empty descriptors, 8 at once: refused before decoding', async () => {
     const r = await attack('4 MB of empty descriptors', EMPTY_4MB, /^descriptors: has more than 1000 descriptors/, 8, 8);
     // 32 MB arriving at once from this process, on a shared machine: before, 8 at once held it up to 14 s
