@@ -8,6 +8,7 @@ import type { BoundStore, OverrideEntry, OverrideRequest, Part, Store } from '..
 import { Script, compoundScript, hasDelay, hasRate, lua, opScript, policyId, policyScript, refundScript } from './scripts.js';
 import { slotOf, tagSlot } from './slot.js';
 import { NodeRedisAdapter, isNodeRedis } from './node-redis.js';
+import { HealthProbe, type StoreHealth } from './health.js';
 import { Placement, STANDALONE_TAG, bucketOf, memberOf, registryOf, splitMember, type Bucket } from './listing.js';
 import { localClock } from '../../core/clock.js';
 
@@ -32,6 +33,8 @@ export interface NodeRedisLike {
   readonly isOpen: boolean;
   readonly isReady: boolean;
 }
+
+export type { StoreHealth, NodeHealth } from './health.js';
 
 /** OnError — what a check answers when Redis does not: refuse, admit, or decide on a local memory store. */
 export type OnError = 'deny' | 'allow' | 'memory';
@@ -470,6 +473,19 @@ export class RedisStore implements Store {
   async serverTime(): Promise<number> {
     const r = (await this.callBuffer('TIME')) as Buffer[];
     return Number(String(r[0])) * 1000 + Number(String(r[1])) / 1000;
+  }
+
+  /** probe — the health probe (health.ts), made by the first `health()`. */
+  private probe: HealthProbe | undefined;
+
+  /**
+   * health — which servers answer (every master of a Cluster, the server of a standalone client) and since when, for
+   * a health check: PINGs at most once per second (each given up after the store's timeout, at most 500 ms), the
+   * latest answer in between. Never rejects.
+   */
+  health(): Promise<StoreHealth> {
+    this.probe ??= new HealthProbe(this.client as object, 1000, Math.min(this.timeout, 500), () => [...(this.placement()?.primary.keys() ?? [])]);
+    return this.probe.read();
   }
 
   /** placement — the primary tag of every master (listing.ts), from the client's slot table; undefined on a standalone server. */
