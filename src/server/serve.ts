@@ -217,12 +217,14 @@ async function openStore(options: ServeOptions, log: (line: string) => void): Pr
 }
 
 /**
- * healthText — a /healthcheck body: `OK` or `NOT OK`, then the store (how many servers, how many unreachable), then
- * one line per unreachable server with since when (ISO time, UTC) and why.
+ * healthText — a /healthcheck body: `OK` alone while every server answers (envoyproxy/ratelimit's body); else `OK` or
+ * `NOT OK`, the store (how many servers, how many unreachable), and one line per unreachable server with since when
+ * (ISO time, UTC) and why.
  */
 export function healthText(ok: boolean, h: StoreHealth): string {
   const what = h.cluster ? 'masters' : 'server';
   const down = h.nodes.filter((n) => !n.up);
+  if (down.length === 0 && ok) return 'OK';
   const lines = [ok ? 'OK' : 'NOT OK'];
   lines.push(`store: redis${h.cluster ? ' cluster' : ''}, ${h.cluster ? `${h.nodes.length} ${what}` : 'one server'}, ${down.length === 0 ? 'all reachable' : `${down.length} unreachable`}`);
   for (const n of down) lines.push(`unreachable: ${n.node} since ${new Date(n.since).toISOString()} (${n.error ?? 'down'})`);

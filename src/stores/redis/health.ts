@@ -49,27 +49,35 @@ export class HealthProbe {
   private readonly state = new Map<string, NodeHealth>();
   /** asking — servers whose PING is unanswered: not asked again until it settles. */
   private readonly asking = new Set<string>();
-  private last: Promise<StoreHealth> | undefined;
+  /** probing — the latest probe (settled or not), started at `lastAt` (performance.now() ms). */
+  private probing: Promise<void> | undefined;
   private lastAt = -Infinity;
+  private cluster = false;
 
   constructor(
     private readonly client: ProbeTarget, private readonly every: number, private readonly timeout: number,
     private readonly known: () => string[] = () => [],
   ) {}
 
-  /** read — the health as of at most `every` ms ago (probing now when the latest probe is older). */
-  read(): Promise<StoreHealth> {
+  /**
+   * read — the health as of at most `every` ms ago (probing now when the latest probe is older), with what PINGs
+   * answered since (a hung server that answers its PING late is up from then on).
+   */
+  async read(): Promise<StoreHealth> {
     const now = performance.now();
-    if (this.last !== undefined && now - this.lastAt < this.every) return this.last;
-    this.lastAt = now;
-    this.last = this.probe();
-    return this.last;
+    if (this.probing === undefined || now - this.lastAt >= this.every) {
+      this.lastAt = now;
+      this.probing = this.probe();
+    }
+    await this.probing;
+    return { cluster: this.cluster, nodes: [...this.state.values()].map((h) => ({ ...h })), at: Date.now() };
   }
 
-  private async probe(): Promise<StoreHealth> {
+  private async probe(): Promise<void> {
     const c = this.client;
     const targets: [string, Pingable | undefined][] = [];
     const cluster = c.isCluster === true;
+    this.cluster = cluster;
     if (cluster && typeof c.nodes === 'function') {
       const seen = new Set<string>();
       for (const n of c.nodes('master')) {
@@ -86,7 +94,6 @@ export class HealthProbe {
     // servers no longer among the targets (left the Cluster) are forgotten
     const names = new Set(targets.map(([n]) => n));
     for (const n of this.state.keys()) if (!names.has(n)) this.state.delete(n);
-    return { cluster, nodes: [...this.state.values()].map((h) => ({ ...h })), at: Date.now() };
   }
 
   /** ask — undefined when the server answered PING within the timeout, else why not. */
@@ -101,13 +108,21 @@ export class HealthProbe {
       timer = setTimeout(() => resolve(`no answer to PING within ${this.timeout} ms`), this.timeout);
       timer.unref();
     });
+    /** gaveUp — the probe stopped waiting (answered or timed out): a later answer updates the state itself. */
+    let gaveUp = false;
     const answered = conn.ping().then(
       () => undefined,
       (e: unknown) => (e instanceof Error ? e.message : String(e)),
-    ).finally(() => this.asking.delete(name));
+    ).then((error) => {
+      this.asking.delete(name);
+      // answered after the probe gave up on it: what it says now holds until the next probe
+      if (gaveUp && this.state.has(name)) this.note(name, error);
+      return error;
+    });
     try {
       return await Promise.race([answered, late]);
     } finally {
+      gaveUp = true;
       clearTimeout(timer);
     }
   }
