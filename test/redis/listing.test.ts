@@ -11,7 +11,7 @@ import { Cluster } from 'ioredis';
 import { limiter, rules, type Limiter } from '../../src/index.js';
 import { RedisStore, encodeKey } from '../../src/stores/redis/index.js';
 import { tagSlot } from '../../src/stores/redis/slot.js';
-import { useCluster, uniquePrefix } from '../support/redis-suite.js';
+import { useCluster, useNodeRedisCluster, uniquePrefix } from '../support/redis-suite.js';
 import type { RedisServer } from '../support/redis.js';
 
 /** LIMITS — the limiters of the dashboard scenario (issue 15: 50 limits). */
@@ -211,5 +211,20 @@ describe('the operators\' view on a Redis Cluster', () => {
     } finally {
       for (const l of limiters) await l.close();
     }
+  });
+});
+
+describe('the operators\' view on a Redis Cluster through node-redis (createCluster)', () => {
+  const suite = useNodeRedisCluster();
+  it('blocks and exemptions are listed (they rejected before: the listing needed ioredis\'s slot table and pipelines)', async () => {
+    const lim = limiter({ rules: [rules.gcra({ limit: 5, per: '1s' })], store: new RedisStore({ client: suite.client, prefix: uniquePrefix('nr') }) });
+    const keys = Array.from({ length: 12 }, (_, i) => `nr-${i}`);
+    for (const k of keys) await lim.block(k, { for: '1h' });
+    await lim.exempt('nr-vip');
+    assert.deepEqual((await lim.blocks()).map((b) => b.key).sort(), [...keys].sort());
+    await lim.unblock('nr-3');
+    assert.deepEqual((await lim.blocks()).map((b) => b.key).sort(), keys.filter((k) => k !== 'nr-3').sort());
+    assert.deepEqual((await lim.exemptions()).map((b) => b.key), ['nr-vip']);
+    assert.equal((await lim.inspect('nr-4')).override?.kind, 'block');
   });
 });

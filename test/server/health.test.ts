@@ -66,7 +66,8 @@ describe('/healthcheck and the store\'s state, on a Redis Cluster', () => {
     const t0 = Date.now();
     hung.pause();
     try {
-      await waitFor('the hung master named', async () => (await health(plain)).text.includes(name), 5000);
+      const named = await waitFor('the hung master named', async () => (await health(plain)).text.includes(name), 5000);
+      process.stdout.write(`a hung master named in ${named.toFixed(0)} ms\n`);
       const p = await health(plain);
       assert.equal(p.status, 200, p.text);
       assert.match(p.text, /^OK\nstore: redis cluster, 3 masters, 1 unreachable\n/);
@@ -84,7 +85,8 @@ describe('/healthcheck and the store\'s state, on a Redis Cluster', () => {
     } finally {
       hung.resume();
     }
-    await waitFor('cleared', async () => (await health(plain)).text === 'OK', 5000);
+    const cleared = await waitFor('cleared', async () => (await health(plain)).text === 'OK', 5000);
+    process.stdout.write(`cleared ${cleared.toFixed(0)} ms after SIGCONT\n`);
     await waitFor('200 again with the option', async () => (await health(strict)).status === 200, 5000);
   });
 
@@ -92,7 +94,8 @@ describe('/healthcheck and the store\'s state, on a Redis Cluster', () => {
     const dead = cluster.nodes[2];
     const name = `127.0.0.1:${dead.port}`;
     await dead.kill();
-    await waitFor('the dead master named', async () => (await health(plain)).text.includes(`unreachable: ${name}`), 5000);
+    const named = await waitFor('the dead master named', async () => (await health(plain)).text.includes(`unreachable: ${name}`), 5000);
+    process.stdout.write(`a killed master named in ${named.toFixed(0)} ms: ${JSON.stringify((await health(plain)).text)}\n`);
     assert.equal((await health(plain)).status, 200);
     await waitFor('500 with the option', async () => (await health(strict)).status === 500, 5000);
     assert.ok((await health(strict)).text.includes(name));
