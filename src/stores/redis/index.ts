@@ -499,10 +499,19 @@ export class RedisStore implements Store {
     return this.run(bucketScript, [key], field === undefined ? [] : [field], true);
   }
 
-  /** register — files a bucket's tag in the registry (Cluster), so that listings read it even once it is no master's primary bucket. */
+  /** registered — the tags this store registered (or found registered), so that an override pays for it once per tag. */
+  private readonly registered = new Set<string>();
+
+  /**
+   * register — files a bucket's tag in the registry (Cluster), so that listings read it even once it is no master's
+   * primary bucket; once per tag and process (a listing that removes a tag forgets it here too).
+   */
   async register(tag: string, add = true): Promise<void> {
+    if (add && this.registered.has(tag)) return;
     const registry = registryOf(this.prefix);
     await this.run(registerScript, [registry], [tag, add ? '1' : '0']);
+    if (add) this.registered.add(tag);
+    else this.registered.delete(tag);
   }
 
   /** listed — the latest listing of the index (every policy) and when it was asked for (local ms); dropped by a change made through this store. */
@@ -534,19 +543,21 @@ export class RedisStore implements Store {
    */
   private async readIndex(now: number | undefined): Promise<Listed[]> {
     const place = this.placement();
-    let tags: string[];
+    const tags = place === undefined ? [STANDALONE_TAG] : place.tags();
     const registered = new Set<string>();
-    if (place === undefined) {
-      tags = [STANDALONE_TAG];
-    } else {
-      const reg = await this.readHash(registryOf(this.prefix));
-      if (Array.isArray(reg)) for (let i = 0; i < reg.length; i += 2) registered.add(String(reg[i]));
-      tags = [...new Set([...place.tags(), ...registered])];
-    }
-    const [t, replies] = await Promise.all([
+    // one round trip: the registry, the primary buckets and the clock at once; then the registered buckets that are
+    // no master's primary one (none in a steady state)
+    const [t, reg, replies] = await Promise.all([
       now ?? this.serverTime(),
+      place === undefined ? undefined : this.readHash(registryOf(this.prefix)),
       Promise.all(tags.map((tag) => this.readHash(bucketOf(this.prefix, tag).det))),
     ]);
+    if (Array.isArray(reg)) for (let i = 0; i < reg.length; i += 2) registered.add(String(reg[i]));
+    const extra = [...registered].filter((tag) => !tags.includes(tag));
+    if (extra.length > 0) {
+      replies.push(...await Promise.all(extra.map((tag) => this.readHash(bucketOf(this.prefix, tag).det))));
+      tags.push(...extra);
+    }
     const found = new Map<string, Listed>();
     const away: { bucket: Bucket; member: string; value: Buffer; listed: Listed }[] = [];
     const ended = new Set<string>();
@@ -597,7 +608,7 @@ export class RedisStore implements Store {
       for (const tag of registered) {
         if (primary.has(tag) || (kept.get(tag) ?? 0) > 0) continue;
         await this.register(tag, false);
-        // written between the read and the removal: registered again (the writer registers after it writes)
+        // written between the read and the removal: registered again (a writer registers after it writes)
         const again = await this.readHash(bucketOf(this.prefix, tag).det);
         if (Array.isArray(again) && again.length > 0) await this.register(tag);
       }
