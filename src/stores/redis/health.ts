@@ -47,6 +47,8 @@ const DOWN_STATES = new Set(['reconnecting', 'close', 'end']);
 export class HealthProbe {
   /** state — per server, its latest health (kept across probes, for `since`). */
   private readonly state = new Map<string, NodeHealth>();
+  /** conns — per server, the connection the latest probe asked (undefined: none). */
+  private readonly conns = new Map<string, Pingable | undefined>();
   /** asking — servers whose PING is unanswered: not asked again until it settles. */
   private readonly asking = new Set<string>();
   /** probing — the latest probe (settled or not), started at `lastAt` (performance.now() ms). */
@@ -68,8 +70,18 @@ export class HealthProbe {
     if (this.probing === undefined || now - this.lastAt >= this.every) {
       this.lastAt = now;
       this.probing = this.probe();
+      await this.probing;
+    } else {
+      await this.probing;
+      // a server found down whose connection is back is asked again now, not a probe later (a restarted server);
+      // one still down costs nothing (its connection says so) and a hung one is not asked twice
+      await Promise.all([...this.state.values()].filter((h) => !h.up).map(async (h) => {
+        const conn = this.conns.get(h.node);
+        const status = conn?.status;
+        if (conn === undefined || this.asking.has(h.node) || (status !== undefined && DOWN_STATES.has(status))) return;
+        this.note(h.node, await this.ask(h.node, conn));
+      }));
     }
-    await this.probing;
     return { cluster: this.cluster, nodes: [...this.state.values()].map((h) => ({ ...h })), at: Date.now() };
   }
 
@@ -88,8 +100,10 @@ export class HealthProbe {
       for (const name of this.known()) if (!seen.has(name)) targets.push([name, undefined]);
     } else {
       const ping = typeof c.ping === 'function' ? () => c.ping!() : typeof c.callBuffer === 'function' ? () => c.callBuffer!('PING') : undefined;
-      targets.push(['redis', ping === undefined ? undefined : { ping, status: c.status }]);
+      targets.push(['redis', ping === undefined ? undefined : { ping, get status() { return c.status; } }]);
     }
+    this.conns.clear();
+    for (const [name, conn] of targets) this.conns.set(name, conn);
     await Promise.all(targets.map(async ([name, conn]) => this.note(name, await this.ask(name, conn))));
     // servers no longer among the targets (left the Cluster) are forgotten
     const names = new Set(targets.map(([n]) => n));

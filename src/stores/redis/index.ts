@@ -599,20 +599,19 @@ export class RedisStore implements Store {
         kept.set(a.bucket.tag, (kept.get(a.bucket.tag) ?? 0) + 1);
       }
     }
-    for (const tag of ended) {
-      const b = bucketOf(this.prefix, tag);
-      await this.run(pruneScript, [b.idx, b.det], [now === undefined ? '' : String(now)]);
-    }
-    if (place !== undefined) {
-      const primary = new Set(place.tags());
-      for (const tag of registered) {
-        if (primary.has(tag) || (kept.get(tag) ?? 0) > 0) continue;
+    const primary = new Set(place?.tags() ?? []);
+    await Promise.all([
+      ...[...ended].map((tag) => {
+        const b = bucketOf(this.prefix, tag);
+        return this.run(pruneScript, [b.idx, b.det], [now === undefined ? '' : String(now)]);
+      }),
+      ...[...registered].filter((tag) => !primary.has(tag) && !((kept.get(tag) ?? 0) > 0)).map(async (tag) => {
         await this.register(tag, false);
         // written between the read and the removal: registered again (a writer registers after it writes)
         const again = await this.readHash(bucketOf(this.prefix, tag).det);
         if (Array.isArray(again) && again.length > 0) await this.register(tag);
-      }
-    }
+      }),
+    ]);
     return [...found.values()];
   }
 
@@ -845,8 +844,9 @@ export class RedisBound implements BoundStore {
       index = this.indexOf(key, true);
       await this.store.setOverride(redisKey, request, now, index);
     }
-    // registered after it is written (listing.ts): a listing that empties the registry of it reads it again
-    if (this.store.isCluster) await this.store.register(index.tag).catch(() => undefined);
+    // registered after it is written (listing.ts: a listing that empties the registry of it reads it again), once per
+    // tag and process; not awaited (a failure only delays the listing of a bucket that is no master's primary one)
+    if (this.store.isCluster) this.store.register(index.tag).catch(() => undefined);
     if (this.remembers) this.remember(key, now, request.kind, request.for, request.reason);
   }
 
