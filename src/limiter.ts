@@ -69,8 +69,8 @@ export interface ListOptions {
   now?: number;
   /**
    * maxAge — ms: a listing of a shared store (Redis) this recent may be reused instead of asking again (a dashboard
-   * polling top, blocks and exemptions; on a Cluster a listing asks every slot). A change made through this limiter
-   * drops it. @default 0
+   * polling top, blocks and exemptions; the limiters of one Redis store share one listing, one read per master). A
+   * change made through this limiter drops it. @default 0
    */
   maxAge?: number;
 }
@@ -398,7 +398,7 @@ export class Limiter {
     if (cached !== undefined && at - cached.at < maxAge && at >= cached.at) {
       return cached.list;
     }
-    const list = Promise.resolve(bound.overrides(undefined));
+    const list = Promise.resolve(bound.overrides(undefined, maxAge));
     const entry = { at, list };
     this.listing = entry;
     list.catch(() => {

@@ -37,6 +37,8 @@ Options (environment variable used when the flag is absent):
                                                                        RATE_LIMIT_RESPONSE_HEADERS_ENABLED=true
   --shadow-mode            decide and count, never refuse              SHADOW_MODE=true
   --denial-cache           answer a just-refused client locally until its retryAfter (Redis)
+  --health-check-store     /healthcheck answers 500 while a Redis server (a Cluster master) does not answer
+                           (off: 200, the body names it)               REDIS_HEALTH_CHECK_ACTIVE_CONNECTION=true
   --admin-port N           the operators' view: admin API and dashboard (off: none)
                                                                        RATEKEEPER_ADMIN_PORT   default: 6070
   --admin-host HOST        where the admin listener binds              RATEKEEPER_ADMIN_HOST   default: 127.0.0.1
@@ -102,7 +104,7 @@ export function serveOptions(argv: string[], env: NodeJS.ProcessEnv): ServeOptio
         redis: { type: 'string' }, 'redis-cluster': { type: 'string' }, prefix: { type: 'string' },
         'on-store-error': { type: 'string' }, 'store-timeout': { type: 'string' }, 'max-keys': { type: 'string' },
         'request-timeout': { type: 'string' }, 'grpc-max-streams': { type: 'string' },
-        'response-headers': { type: 'boolean' }, 'shadow-mode': { type: 'boolean' }, 'denial-cache': { type: 'boolean' },
+        'response-headers': { type: 'boolean' }, 'shadow-mode': { type: 'boolean' }, 'denial-cache': { type: 'boolean' }, 'health-check-store': { type: 'boolean' },
         'admin-port': { type: 'string' }, 'admin-host': { type: 'string' }, 'admin-token': { type: 'string' },
         help: { type: 'boolean', short: 'h' },
       },
@@ -142,6 +144,8 @@ export function serveOptions(argv: string[], env: NodeJS.ProcessEnv): ServeOptio
     shadowMode: f['shadow-mode'] ?? bool(env.SHADOW_MODE) ?? false,
     denialCache: f['denial-cache'] ?? false,
   };
+  const healthCheckStore = f['health-check-store'] ?? bool(env.REDIS_HEALTH_CHECK_ACTIVE_CONNECTION);
+  if (healthCheckStore !== undefined) o.healthCheckStore = healthCheckStore;
   if (redis !== undefined) o.redis = redis;
   if (redisCluster !== undefined) o.redisCluster = redisCluster;
   const prefix = f.prefix ?? set(env.CACHE_KEY_PREFIX);

@@ -15,12 +15,21 @@ export const MAX_BODY = 4 * 1024 * 1024;
 /** DECIMAL — what X-Ratekeeper-Cost may be: a decimal number, digits with an optional fraction. */
 const DECIMAL = /^\d+(?:\.\d+)?$/;
 
+/** Health — a /healthcheck answer: `ok` (200, else 500) and its body. */
+export interface Health {
+  ok: boolean;
+  text: string;
+}
+
 /** HttpFrontOptions — what the HTTP listener answers with. */
 export interface HttpFrontOptions {
   service: RateLimitService;
   metrics?: Metrics;
-  /** healthy — whether /healthcheck answers 200 now (config loaded, store usable under the failure policy). */
-  healthy: () => boolean | Promise<boolean>;
+  /**
+   * healthy — what /healthcheck answers now: 200 when `ok` (or true), else 500; `text` — the body (`OK` or `NOT OK`,
+   * then the store's state, one fact a line).
+   */
+  healthy: () => boolean | Health | Promise<boolean | Health>;
   log: (line: string) => void;
   /**
    * requestTimeout — ms a request may take to arrive whole (headers and body) before it is answered 408 and its
@@ -76,8 +85,8 @@ export class HttpFront {
         if (!this.method(req, res, 'GET', 'HEAD')) return;
         Promise.resolve()
           .then(() => this.options.healthy())
-          .then((ok) => ok, () => false)
-          .then((ok) => send(res, ok ? 200 : 500, 'text/plain; charset=utf-8', ok ? 'OK' : 'NOT OK'));
+          .then((h) => (typeof h === 'boolean' ? { ok: h, text: h ? 'OK' : 'NOT OK' } : h), (e: unknown) => ({ ok: false, text: `NOT OK\n${String(e)}` }))
+          .then((h) => send(res, h.ok ? 200 : 500, 'text/plain; charset=utf-8', h.text));
         return;
       case '/metrics': {
         if (!this.method(req, res, 'GET', 'HEAD')) return;

@@ -6,7 +6,8 @@ import { RatekeeperError, show } from '../core/errors.js';
 import { loadConfig } from './config/index.js';
 import { RateLimitService } from './service.js';
 import { Metrics } from './metrics.js';
-import { HttpFront } from './http.js';
+import { HttpFront, type Health } from './http.js';
+import type { StoreHealth } from '../stores/redis/health.js';
 import { GrpcFront } from './grpc.js';
 import { ConfigWatcher } from './reload.js';
 
@@ -44,6 +45,13 @@ export interface ServeOptions {
   denialCache?: boolean;
   /** reloadPollMs — how often the configuration files are looked at. @default 250 */
   reloadPollMs?: number;
+  /**
+   * healthCheckStore — /healthcheck answers 500 while a Redis server of the store (a Cluster master) does not answer
+   * (envoyproxy/ratelimit's REDIS_HEALTH_CHECK_ACTIVE_CONNECTION). Off, it answers 200 and names the unreachable
+   * servers in its body: every instance shares the store, so failing the probe on its outage fails every instance at
+   * once (docs/server.md, which probe for what). @default false
+   */
+  healthCheckStore?: boolean;
   /**
    * adminPort — the operators' view (admin API, live tail, dashboard: ratekeeper/admin) on its own listener; 0 picks a
    * free port; undefined or -1: none. `ratekeeper serve` defaults it to 6070.
@@ -170,7 +178,7 @@ function hostPort(host: string, port: number): string {
 }
 
 /** openStore — the memory store, or a Redis store on an ioredis client the service owns (and closes). */
-async function openStore(options: ServeOptions, log: (line: string) => void): Promise<{ store: Store; close: () => Promise<void>; healthy: () => boolean | Promise<boolean> }> {
+async function openStore(options: ServeOptions, log: (line: string) => void): Promise<{ store: Store; close: () => Promise<void>; healthy: () => boolean | Health | Promise<boolean | Health> }> {
   if (options.redis === undefined && (options.redisCluster === undefined || options.redisCluster.length === 0)) {
     const store = memoryStore(options.maxKeys === undefined ? {} : { maxKeys: options.maxKeys });
     return { store, close: async () => store.close(), healthy: () => true };
@@ -206,23 +214,28 @@ async function openStore(options: ServeOptions, log: (line: string) => void): Pr
       await store.close?.();
       client.disconnect();
     },
-    // unhealthy only when the store is unreachable and the failure policy refuses everything: disconnected, or
-    // connected but not answering a PING within the store timeout (a hung server keeps its connections open)
+    // the store's state from its probe (a PING per server at most once a second); unhealthy only with the option
     healthy: async () => {
-      if (onError !== 'deny') return true;
-      if (client.status !== 'ready') return false;
-      let timer: NodeJS.Timeout | undefined;
-      const late = new Promise<boolean>((resolve) => {
-        timer = setTimeout(() => resolve(false), options.storeTimeout ?? 1000);
-        timer.unref();
-      });
-      try {
-        return await Promise.race([client.ping().then(() => true, () => false), late]);
-      } finally {
-        clearTimeout(timer);
-      }
+      const h = await store.health();
+      const ok = options.healthCheckStore !== true || h.nodes.every((n) => n.up);
+      return { ok, text: healthText(ok, h) };
     },
   };
+}
+
+/**
+ * healthText — a /healthcheck body: `OK` alone while every server answers (envoyproxy/ratelimit's body); else `OK` or
+ * `NOT OK`, the store (how many servers, how many unreachable), and one line per unreachable server with since when
+ * (ISO time, UTC) and why.
+ */
+export function healthText(ok: boolean, h: StoreHealth): string {
+  const what = h.cluster ? 'masters' : 'server';
+  const down = h.nodes.filter((n) => !n.up);
+  if (down.length === 0 && ok) return 'OK';
+  const lines = [ok ? 'OK' : 'NOT OK'];
+  lines.push(`store: redis${h.cluster ? ' cluster' : ''}, ${h.cluster ? `${h.nodes.length} ${what}` : 'one server'}, ${down.length === 0 ? 'all reachable' : `${down.length} unreachable`}`);
+  for (const n of down) lines.push(`unreachable: ${n.node} since ${new Date(n.since).toISOString()} (${n.error ?? 'down'})`);
+  return lines.join('\n') + '\n';
 }
 
 /** parseRedisUrl — `redis://[user:pass@]host:port[/db]` or envoy's `host:port`. */

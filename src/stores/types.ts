@@ -60,8 +60,12 @@ export interface BoundStore {
   // Observation (the operators' view): optional, every store of this package has them.
   /** override — `key`'s block or exemption in force at `now` (ms; undefined: the store's clock), if any. */
   override?(key: string, now: number | undefined): OverrideEntry | undefined | Promise<OverrideEntry | undefined>;
-  /** overrides — every block and exemption in force at `now` (ms; undefined: the store's clock); expired ones are pruned on the way. */
-  overrides?(now: number | undefined): OverrideEntry[] | Promise<OverrideEntry[]>;
+  /**
+   * overrides — every block and exemption in force at `now` (ms; undefined: the store's clock); expired ones are
+   * pruned on the way. `maxAge` (ms, with `now` undefined): a shared store may answer from a listing this recent that
+   * it made for any of its limiters (a dashboard polling every limiter of one store pays for one listing).
+   */
+  overrides?(now: number | undefined, maxAge?: number): OverrideEntry[] | Promise<OverrideEntry[]>;
   /** shareSummary — writes this process's observation summary (`text`, kept `ttl` ms) where other processes read it. */
   shareSummary?(instance: string, text: string, ttl: number): Promise<void>;
   /** sharedSummaries — every process's latest summary text (its own included), for `top()` to merge. */

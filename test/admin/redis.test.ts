@@ -1,6 +1,6 @@
 /**
  * test/admin/redis — observation on Redis and Redis Cluster: the blocks-and-exemptions index the override scripts
- * keep (one group on a standalone server, one per hash slot on a Cluster; pruned of ended entries), the top list
+ * keep (one bucket on a standalone server, one per master on a Cluster; pruned of ended entries), the top list
  * merged over several processes' shared summaries, and the admin API cases (cases.ts) on both.
  */
 import { describe, it } from 'node:test';
@@ -116,15 +116,21 @@ describe('observation on a Redis Cluster', () => {
     assert.equal(seen.size, 16384);
     for (const k of KEYS) assert.equal(decodeKey(encodeKey(k)), k);
   });
-  it('the index of a key lives in that key\'s slot', async () => {
+  it('the index of a key lives on that key\'s master, in one bucket per master shared by every limiter', async () => {
     const lim = limiter({ rules: '5/s', store: new RedisStore({ client: suite.client, prefix: 'slot:' }) });
+    const other = limiter({ rules: '6/s', store: new RedisStore({ client: suite.client, prefix: 'slot:' }) });
+    await suite.client.ping(); // the slot table known (before it, a key is filed in the bucket of its own slot)
+    const buckets = new Set<string>();
     for (const k of KEYS) {
       const { idx, det } = (lim as any).bound.indexOf(k);
+      assert.equal((other as any).bound.indexOf(k).det, det);
+      buckets.add(det);
       const key = (lim as any).bound.redisKey(k);
-      const slot = Number(await suite.client.cluster('KEYSLOT', key));
-      assert.equal(Number(await suite.client.cluster('KEYSLOT', idx)), slot);
-      assert.equal(Number(await suite.client.cluster('KEYSLOT', det)), slot);
+      const owner = suite.server.owner(Number(await suite.client.cluster('KEYSLOT', key)));
+      assert.equal(suite.server.owner(Number(await suite.client.cluster('KEYSLOT', idx))), owner);
+      assert.equal(suite.server.owner(Number(await suite.client.cluster('KEYSLOT', det))), owner);
     }
+    assert.ok(buckets.size <= 3, `${buckets.size} buckets for 3 masters`);
   });
   indexCases(suite);
   describe('admin API', () => adminCases(() => new RedisStore({ client: suite.client, prefix: uniquePrefix('adm') })));

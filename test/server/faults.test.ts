@@ -42,6 +42,8 @@ async function harness(onStoreError: OnStoreError): Promise<Harness> {
   const log: string[] = [];
   const running = await startService({
     config: configFile(CONFIG), port: 0, grpcPort: 0, redis: `redis://127.0.0.1:${redis.port}`, prefix, onStoreError, storeTimeout: TIMEOUT, log: (l) => log.push(l),
+    // deny refuses every request while Redis is away: fail the health check then (--health-check-store; off by default)
+    healthCheckStore: onStoreError === 'deny',
   });
   return { redis, running, port: running.httpPort!, g: rls(running.grpcPort!), prefix, log };
 }

@@ -8,6 +8,8 @@ import type { BoundStore, OverrideEntry, OverrideRequest, Part, Store } from '..
 import { Script, compoundScript, hasDelay, hasRate, lua, opScript, policyId, policyScript, refundScript } from './scripts.js';
 import { slotOf, tagSlot } from './slot.js';
 import { NodeRedisAdapter, isNodeRedis } from './node-redis.js';
+import { HealthProbe, type StoreHealth } from './health.js';
+import { Placement, STANDALONE_TAG, bucketOf, memberOf, registryOf, splitMember, type Bucket } from './listing.js';
 import { localClock } from '../../core/clock.js';
 
 /**
@@ -31,6 +33,8 @@ export interface NodeRedisLike {
   readonly isOpen: boolean;
   readonly isReady: boolean;
 }
+
+export type { StoreHealth, NodeHealth } from './health.js';
 
 /** OnError — what a check answers when Redis does not: refuse, admit, or decide on a local memory store. */
 export type OnError = 'deny' | 'allow' | 'memory';
@@ -430,14 +434,23 @@ export class RedisStore implements Store {
 
   /** setOverride — sets the override of the client value `key`, and files it in `index` (see lua/index.lua). */
   setOverride(key: string, request: OverrideRequest, now: number | undefined, index?: IndexRef): Promise<unknown> {
-    const args: string[] = [now === undefined ? '' : String(now), request.kind === 'block' ? 'b' : 'e', request.for === Infinity ? 'inf' : String(request.for), index?.member ?? ''];
+    const args: string[] = [
+      now === undefined ? '' : String(now), request.kind === 'block' ? 'b' : 'e', request.for === Infinity ? 'inf' : String(request.for),
+      index?.member ?? '', index?.idx ?? '', index?.det ?? '',
+    ];
     if (request.reason !== undefined) args.push(request.reason);
-    return this.run(this.overrideSet, index === undefined ? [key] : [key, index.idx, index.det], args, false, true);
+    this.listed = undefined;
+    return this.run(this.overrideSet, [key], args, false, true).finally(() => {
+      this.listed = undefined;
+    });
   }
 
   clearOverride(key: string, kind: Override['kind'], index?: IndexRef): Promise<unknown> {
     const k = kind === 'block' ? 'b' : 'e';
-    return index === undefined ? this.run(this.overrideClear, [key], [k], false, true) : this.run(this.overrideClear, [key, index.idx, index.det], [k, index.member], false, true);
+    this.listed = undefined;
+    return this.run(this.overrideClear, [key], index === undefined ? [k] : [k, index.member, index.idx, index.det], false, true).finally(() => {
+      this.listed = undefined;
+    });
   }
 
   reset(key: string): Promise<unknown> {
@@ -460,6 +473,146 @@ export class RedisStore implements Store {
   async serverTime(): Promise<number> {
     const r = (await this.callBuffer('TIME')) as Buffer[];
     return Number(String(r[0])) * 1000 + Number(String(r[1])) / 1000;
+  }
+
+  /** probe — the health probe (health.ts), made by the first `health()`. */
+  private probe: HealthProbe | undefined;
+
+  /**
+   * health — which servers answer (every master of a Cluster, the server of a standalone client) and since when, for
+   * a health check: PINGs at most once per second (each given up after the store's timeout, at most 500 ms), the
+   * latest answer in between. Never rejects.
+   */
+  health(): Promise<StoreHealth> {
+    this.probe ??= new HealthProbe(this.client as object, 1000, Math.min(this.timeout, 500), () => [...(this.placement()?.primary.keys() ?? [])]);
+    return this.probe.read();
+  }
+
+  /** placement — the primary tag of every master (listing.ts), from the client's slot table; undefined on a standalone server. */
+  placement(): Placement | undefined {
+    const nodeOf = this.nodeOf;
+    return nodeOf === undefined ? undefined : new Placement(nodeOf, slotTag);
+  }
+
+  /** readHash — a hash of the operators' view (a bucket, the registry) as a flat list of fields and values, kept as bytes (lua/bucket.lua). */
+  async readHash(key: string, field?: string): Promise<unknown> {
+    return this.run(bucketScript, [key], field === undefined ? [] : [field], true);
+  }
+
+  /** registered — the tags this store registered (or found registered), so that an override pays for it once per tag. */
+  private readonly registered = new Set<string>();
+
+  /**
+   * register — files a bucket's tag in the registry (Cluster), so that listings read it even once it is no master's
+   * primary bucket; once per tag and process (a listing that removes a tag forgets it here too).
+   */
+  async register(tag: string, add = true): Promise<void> {
+    if (add && this.registered.has(tag)) return;
+    const registry = registryOf(this.prefix);
+    await this.run(registerScript, [registry], [tag, add ? '1' : '0']);
+    if (add) this.registered.add(tag);
+    else this.registered.delete(tag);
+  }
+
+  /** listed — the latest listing of the index (every policy) and when it was asked for (local ms); dropped by a change made through this store. */
+  private listed: { at: number; list: Promise<Listed[]> } | undefined;
+
+  /**
+   * listing — every block and exemption in force in the index, for every policy of this store. With `maxAge` (and
+   * no explicit `now`) a listing that recent is reused: every limiter of a store polled by a dashboard shares one.
+   */
+  listing(now: number | undefined, maxAge = 0): Promise<Listed[]> {
+    if (now !== undefined) return this.readIndex(now);
+    const at = Date.now();
+    const cached = this.listed;
+    if (cached !== undefined && at - cached.at < maxAge && at >= cached.at) return cached.list;
+    const list = this.readIndex(undefined);
+    const entry = { at, list };
+    this.listed = entry;
+    list.catch(() => {
+      if (this.listed === entry) this.listed = undefined;
+    });
+    return list;
+  }
+
+  /**
+   * readIndex — the listing itself (listing.ts): the registry (Cluster), then one bucket per master and per registered
+   * tag, at once; entries that ended are pruned, entries found away from their client's master are moved there
+   * (refile.lua, unfile.lua) and listed when their override still holds; a registered bucket left empty and no
+   * longer any master's leaves the registry (and is put back if it was written meanwhile).
+   */
+  private async readIndex(now: number | undefined): Promise<Listed[]> {
+    const place = this.placement();
+    const tags = place === undefined ? [STANDALONE_TAG] : place.tags();
+    const registered = new Set<string>();
+    // one round trip: the registry, the primary buckets and the clock at once; then the registered buckets that are
+    // no master's primary one (none in a steady state)
+    const [t, reg, replies] = await Promise.all([
+      now ?? this.serverTime(),
+      place === undefined ? undefined : this.readHash(registryOf(this.prefix)),
+      Promise.all(tags.map((tag) => this.readHash(bucketOf(this.prefix, tag).det))),
+    ]);
+    if (Array.isArray(reg)) for (let i = 0; i < reg.length; i += 2) registered.add(String(reg[i]));
+    const extra = [...registered].filter((tag) => !tags.includes(tag));
+    if (extra.length > 0) {
+      replies.push(...await Promise.all(extra.map((tag) => this.readHash(bucketOf(this.prefix, tag).det))));
+      tags.push(...extra);
+    }
+    const found = new Map<string, Listed>();
+    const away: { bucket: Bucket; member: string; value: Buffer; listed: Listed }[] = [];
+    const ended = new Set<string>();
+    const kept = new Map<string, number>();
+    replies.forEach((reply, i) => {
+      const tag = tags[i];
+      if (!Array.isArray(reply)) return;
+      for (let j = 0; j + 1 < reply.length; j += 2) {
+        const member = String(reply[j]);
+        const parts = splitMember(member);
+        const value = reply[j + 1] as Buffer;
+        const e = parts === undefined ? undefined : readEntry(parts.encoded, value);
+        if (parts === undefined || e === undefined) continue;
+        if (!(e.until > t)) {
+          ended.add(tag);
+          continue;
+        }
+        const listed: Listed = { policy: parts.policy, entry: e };
+        if (place === undefined || place.tagOfKey(parts.encoded) === tag) {
+          found.set(member, listed);
+          kept.set(tag, (kept.get(tag) ?? 0) + 1);
+        } else {
+          away.push({ bucket: bucketOf(this.prefix, tag), member, value, listed });
+        }
+      }
+    });
+    for (const a of away) {
+      const { policy, entry } = a.listed;
+      const home = place!.tagOfKey(entry.key);
+      try {
+        if (home === undefined) throw new Error('the slot\'s master is not known');
+        const to = bucketOf(this.prefix, home);
+        const holds = await this.run(refileScript, [`${this.prefix}{${entry.key}}:${policy}`], [to.idx, to.det, a.member, a.value as unknown as string, entry.until === Infinity ? 'inf' : String(entry.until), entry.kind === 'block' ? 'b' : 'e'], false, true);
+        if (holds === 1 && !found.has(a.member)) found.set(a.member, a.listed);
+        await this.run(unfileScript, [a.bucket.idx, a.bucket.det], [a.member, a.value as unknown as string]);
+      } catch {
+        // moved by the next listing; listed meanwhile as found
+        if (!found.has(a.member)) found.set(a.member, a.listed);
+        kept.set(a.bucket.tag, (kept.get(a.bucket.tag) ?? 0) + 1);
+      }
+    }
+    const primary = new Set(place?.tags() ?? []);
+    await Promise.all([
+      ...[...ended].map((tag) => {
+        const b = bucketOf(this.prefix, tag);
+        return this.run(pruneScript, [b.idx, b.det], [now === undefined ? '' : String(now)]);
+      }),
+      ...[...registered].filter((tag) => !primary.has(tag) && !((kept.get(tag) ?? 0) > 0)).map(async (tag) => {
+        await this.register(tag, false);
+        // written between the read and the removal: registered again (a writer registers after it writes)
+        const again = await this.readHash(bucketOf(this.prefix, tag).det);
+        if (Array.isArray(again) && again.length > 0) await this.register(tag);
+      }),
+    ]);
+    return [...found.values()];
   }
 
   // ---- end of observation ----
@@ -679,16 +832,33 @@ export class RedisBound implements BoundStore {
       .then((reply) => call.answer(reply as Buffer), (e: unknown) => call.error(e, true));
   }
 
-  setOverride(key: string, request: OverrideRequest, now: number | undefined): Promise<void> {
-    return this.store.setOverride(this.redisKey(key), request, now, this.indexOf(key)).then(() => {
-      if (this.remembers) this.remember(key, now, request.kind, request.for, request.reason);
-    });
+  async setOverride(key: string, request: OverrideRequest, now: number | undefined): Promise<void> {
+    const redisKey = this.redisKey(key);
+    let index = this.indexOf(key);
+    try {
+      await this.store.setOverride(redisKey, request, now, index);
+    } catch (e) {
+      // the bucket is on another master than the client's value (the slot table changed under us): filed in the
+      // bucket of the client's own slot, always on its master, from which a listing moves it to its master's
+      if (!nonLocal(e)) throw e;
+      index = this.indexOf(key, true);
+      await this.store.setOverride(redisKey, request, now, index);
+    }
+    // registered after it is written (listing.ts: a listing that empties the registry of it reads it again), once per
+    // tag and process; not awaited (a failure only delays the listing of a bucket that is no master's primary one)
+    if (this.store.isCluster) this.store.register(index.tag).catch(() => undefined);
+    if (this.remembers) this.remember(key, now, request.kind, request.for, request.reason);
   }
 
-  clearOverride(key: string, kind: Override['kind']): Promise<void> {
-    return this.store.clearOverride(this.redisKey(key), kind, this.indexOf(key)).then(() => {
-      if (this.remembers && this.overridden.get(key) === kind) this.remember(key, undefined, undefined);
-    });
+  async clearOverride(key: string, kind: Override['kind']): Promise<void> {
+    const redisKey = this.redisKey(key);
+    try {
+      await this.store.clearOverride(redisKey, kind, this.indexOf(key));
+    } catch (e) {
+      if (!nonLocal(e)) throw e;
+      await this.store.clearOverride(redisKey, kind, this.indexOf(key, true));
+    }
+    if (this.remembers && this.overridden.get(key) === kind) this.remember(key, undefined, undefined);
   }
 
   reset(key: string): Promise<void> {
@@ -711,82 +881,38 @@ export class RedisBound implements BoundStore {
 
   // ---- Observation (the operators' view): the index of blocks and exemptions, and the shared summaries. ----
 
-  /** indexOf — the index group of `key`'s overrides (lua/index.lua): one group on a standalone server, its hash slot's on a Cluster. */
-  indexOf(key: string): IndexRef {
+  /**
+   * indexOf — the bucket `key`'s override is filed in (listing.ts, lua/index.lua) and its member there: the one
+   * bucket on a standalone server; on a Cluster the primary bucket of the master serving the key's slot (`own`, or
+   * that master unknown: the bucket of the key's own slot, on the same master).
+   */
+  indexOf(key: string, own = false): IndexRef {
     const encoded = encodeKey(key);
-    return { ...this.indexKeys(this.store.isCluster ? slotTag(tagSlot(encoded)) : 'ov'), member: encoded };
-  }
-
-  /** indexKeys — the sorted set and hash of one index group (tag: its hash tag). */
-  private indexKeys(tag: string): { idx: string; det: string } {
-    return { idx: `${this.store.prefix}{${tag}}:ovz:${this.id}`, det: `${this.store.prefix}{${tag}}:ovh:${this.id}` };
+    let tag = STANDALONE_TAG;
+    if (this.store.isCluster) {
+      const slot = tagSlot(encoded);
+      tag = (own ? undefined : this.store.placement()?.tagOf(slot)) ?? slotTag(slot);
+    }
+    return { ...bucketOf(this.store.prefix, tag), member: memberOf(this.id, encoded) };
   }
 
   /** override — `key`'s block or exemption in force at `now` (undefined: the server's clock), from the index. */
   async override(key: string, now: number | undefined): Promise<OverrideEntry | undefined> {
     const { det, member } = this.indexOf(key);
-    const [raw, t] = await Promise.all([this.store.callBuffer('HGET', det, member), now ?? this.store.serverTime()]);
+    const [raw, t] = await Promise.all([this.store.readHash(det, member), now ?? this.store.serverTime()]);
     const e = raw instanceof Buffer ? readEntry(key, raw) : undefined;
     return e !== undefined && e.until > t ? e : undefined;
   }
 
   /**
-   * overrides — every block and exemption in force at `now` (undefined: the server's clock). Standalone: one HGETALL.
-   * Cluster: on each master, one pipeline of HGETALL over the groups of the slots it serves (16384 groups in all,
-   * empty ones cost a lookup each); a slot that answers MOVED or ASK (the client's slot table is behind) is asked
-   * again through the Cluster client. Groups holding ended entries are pruned (prune.lua).
+   * overrides — every block and exemption of this policy in force at `now` (undefined: the server's clock), from the
+   * store's listing of the index (listing.ts: one bucket read per master, shared by every limiter of the store and
+   * reused for `maxAge` ms).
    */
-  async overrides(now: number | undefined): Promise<OverrideEntry[]> {
-    const t = now ?? (await this.store.serverTime());
+  async overrides(now: number | undefined, maxAge = 0): Promise<OverrideEntry[]> {
+    const all = await this.store.listing(now, maxAge);
     const out: OverrideEntry[] = [];
-    const stale: string[] = [];
-    const take = (tag: string, reply: unknown): void => {
-      if (!Array.isArray(reply)) return;
-      let ended = false;
-      for (let i = 0; i + 1 < reply.length; i += 2) {
-        const e = readEntry(String(reply[i]), reply[i + 1] as Buffer);
-        if (e === undefined) continue;
-        if (e.until > t) out.push(e);
-        else ended = true;
-      }
-      if (ended) stale.push(tag);
-    };
-    if (!this.store.isCluster) {
-      take('ov', await this.store.callBuffer('HGETALL', this.indexKeys('ov').det));
-    } else {
-      const cluster = this.store.client as unknown as ClusterLike;
-      if (typeof cluster.nodes !== 'function' || !Array.isArray(cluster.slots)) {
-        // node-redis's cluster client has neither the slot table nor the per-node pipelines this listing reads
-        throw new RatekeeperError('listing blocks and exemptions on a Redis Cluster needs an ioredis Cluster client (node-redis\'s createCluster cannot list them yet)', 'ERR_ARGUMENT');
-      }
-      const owners = new Map<string, number[]>();
-      cluster.slots.forEach((nodes, slot) => {
-        const owner = nodes?.[0];
-        if (owner === undefined) return;
-        let list = owners.get(owner);
-        if (list === undefined) owners.set(owner, (list = []));
-        list.push(slot);
-      });
-      await Promise.all(cluster.nodes('master').map(async (node) => {
-        const slots = owners.get(`${node.options.host}:${node.options.port}`) ?? [];
-        if (slots.length === 0) return;
-        const p = node.pipeline();
-        for (const slot of slots) p.hgetallBuffer(this.indexKeys(slotTag(slot)).det);
-        const replies = (await p.exec()) ?? [];
-        // a slot that moved since the client's table was read (MOVED, ASK): asked again through the Cluster client
-        const again: number[] = [];
-        replies.forEach(([err, reply], i) => {
-          if (err === null) take(slotTag(slots[i]), flatten(reply));
-          else again.push(slots[i]);
-        });
-        for (const slot of again) take(slotTag(slot), await this.store.callBuffer('HGETALL', this.indexKeys(slotTag(slot)).det));
-      }));
-    }
-    for (const tag of stale) {
-      const { idx, det } = this.indexKeys(tag);
-      await this.store.run(pruneScript, [idx, det], [now === undefined ? '' : String(now)]);
-    }
-    for (const e of out) e.key = decodeKey(e.key);
+    for (const { policy, entry } of all) if (policy === this.id) out.push({ ...entry, key: decodeKey(entry.key) });
     return out;
   }
 
@@ -886,20 +1012,20 @@ export const keySlot = tagSlot;
 
 // ---- Observation (the operators' view): the index's layout, and the scripts of the listing and the summaries. ----
 
-/** IndexRef — where one client's override is filed: the group's sorted set and hash, and its member (the encoded key). */
-export interface IndexRef {
-  idx: string;
-  det: string;
+/** IndexRef — where one client's override is filed: its bucket (listing.ts) and its member there (policy id and encoded key). */
+export interface IndexRef extends Bucket {
   member: string;
 }
 
-/** ClusterLike — what the listing needs of an ioredis Cluster: the slot table and its masters. */
-interface ClusterLike {
-  slots: (string[] | undefined)[];
-  nodes(role: 'master'): {
-    options: { host?: string; port?: number };
-    pipeline(): { hgetallBuffer(key: string): unknown; exec(): Promise<[Error | null, unknown][] | null> };
-  }[];
+/** Listed — one entry of the index in force: its policy id and the entry (its key as encoded in the Redis key). */
+export interface Listed {
+  policy: string;
+  entry: OverrideEntry;
+}
+
+/** nonLocal — a script refused because a bucket it touches is on another node than its key (lua/index.lua). */
+function nonLocal(e: unknown): boolean {
+  return e instanceof Error && /non local key/i.test(e.message);
 }
 
 /** indexed — an override script with the index module (lua/index.lua) before its own code. */
@@ -910,6 +1036,10 @@ function indexed(name: 'override' | 'unoverride'): Script {
   return new Script(`${base.slice(0, at)}${lua('index')}\n${base.slice(at)}`);
 }
 const pruneScript = new Script(lua('prune'));
+const bucketScript = new Script(lua('bucket'));
+const registerScript = new Script(lua('register'));
+const unfileScript = new Script(lua('unfile'));
+const refileScript = opScript('refile');
 const shareScript = new Script(lua('share'));
 
 /** readEntry — one index entry (lua/index.lua: kind, until, since, reason), or undefined when unreadable. */
@@ -922,11 +1052,6 @@ function readEntry(member: string, v: Buffer): OverrideEntry | undefined {
   return e;
 }
 
-/** flatten — HGETALL's reply as a flat array (ioredis turns it into an object for hgetall, an array for hgetallBuffer). */
-function flatten(reply: unknown): unknown {
-  if (Array.isArray(reply) || reply === null || typeof reply !== 'object') return reply;
-  return Object.entries(reply as Record<string, unknown>).flat();
-}
 
 /** decodeKey — the inverse of encodeKey. */
 export function decodeKey(encoded: string): string {

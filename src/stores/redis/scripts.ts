@@ -446,10 +446,10 @@ function chunk<T>(list: T[]): T[][] {
 }
 
 /**
- * opScript — one of the small scripts (override, unoverride, reset): common.lua, record.lua, deadline.lua (which takes
+ * opScript — one of the small scripts (override, unoverride, reset, refile): common.lua, record.lua, deadline.lua (which takes
  * the deadline off the front of ARGV, so the file reads its own ARGV as documented) and the file.
  */
-export const opScript = (name: 'override' | 'unoverride' | 'reset'): Script => new Script([tolerances(), lua('common'), lua('record'), lua('deadline'), lua(name)].join('\n'));
+export const opScript = (name: 'override' | 'unoverride' | 'reset' | 'refile'): Script => new Script([tolerances(), lua('common'), lua('record'), lua('deadline'), lua(name)].join('\n'));
 
 /**
  * policyId — names a policy's state layout in its keys, so that limiters with different policies on one Redis

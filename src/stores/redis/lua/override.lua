@@ -5,15 +5,18 @@ KEYS[1] — the client's value (record.lua): rewritten with the override's heade
 ARGV[1] — now: ms since the epoch, a decimal string; '' to use the server's TIME.
 ARGV[2] — kind: 'b' (block) or 'e' (exempt).
 ARGV[3] — for: ms, a decimal string, or 'inf' (until lifted).
-ARGV[4] — with an index: the client's key as the application gave it (the index's member); '' without.
-ARGV[5] — reason (optional): reported on every decision the block makes.
-KEYS[2], KEYS[3] (optional) — the index of blocks and exemptions this client's key belongs to (index.lua): a sorted
-          set of client keys by the override's end (ms, +inf: until lifted) and a hash of their details. Both share
-          KEYS[1]'s hash slot. Updated here with the override, and pruned of up to 100 ended ones on the way.
+ARGV[4] — with an index: the client's member in it (index.lua: policy id and encoded client key); '' without.
+ARGV[5], ARGV[6] — with an index: its bucket's sorted set and hash (index.lua), on KEYS[1]'s master; '' without.
+          Touched before KEYS[1] (a bucket on another node fails the script before it wrote anything), updated with
+          the override, and pruned of up to 100 ended entries on the way.
+ARGV[7] — reason (optional): reported on every decision the block makes.
 Returns 1.
 ]]
 local key = KEYS[1]
+local idx, det = ARGV[5] or '', ARGV[6] or ''
+local indexed = idx ~= ''
 local now, isWall = clock(ARGV[1])
+if indexed then Index.prune(idx, det, now) end
 local wallnow = isWall and now or wall()
 local duration = ARGV[3] == 'inf' and INF or tonumber(ARGV[3])
 local value = Record.get(key)
@@ -33,18 +36,17 @@ if untilMs > now then
   local oe = wallnow + duration
   local d = oe
   if state ~= '' and se > d then d = se end
-  Record.store(key, Record.header(ARGV[2], untilMs, oe, se, ARGV[5]) .. state, d, wallnow)
+  Record.store(key, Record.header(ARGV[2], untilMs, oe, se, ARGV[7]) .. state, d, wallnow)
 elseif state ~= '' then
   Record.store(key, 'n' .. state, se, wallnow)
 else
   redis.call('DEL', key)
 end
-if KEYS[2] then
-  Index.prune(KEYS[2], KEYS[3], now)
+if indexed then
   if untilMs > now then
-    Index.put(KEYS[2], KEYS[3], ARGV[4], ARGV[2], untilMs, now, ARGV[5])
+    Index.put(idx, det, ARGV[4], ARGV[2], untilMs, now, ARGV[7])
   else
-    Index.drop(KEYS[2], KEYS[3], ARGV[4])
+    Index.drop(idx, det, ARGV[4])
   end
 end
 return 1
