@@ -319,6 +319,33 @@ export class Policy {
     return d;
   }
 
+  /**
+   * compatible — whether a client's state under `from` can be carried into this policy (Policy.adopt): the same
+   * number of rules, in the same order, each of the same algorithm and `per`, so the state has the same layout and
+   * every number the same meaning. Limit, burst, halfLife, accounting, name and dry-run may differ: they change how
+   * the state is judged, not what it holds. Another algorithm or period starts the client fresh.
+   */
+  compatible(from: Policy): boolean {
+    const a = from.rules;
+    const b = this.rules;
+    if (a.length !== b.length) return false;
+    for (let i = 0; i < a.length; i++) if (a[i].algorithm !== b[i].algorithm || a[i].per !== b[i].per) return false;
+    return true;
+  }
+
+  /**
+   * adopt — converts in place one client's state `s[o … o + stateSize)` and `log`, written under the compatible
+   * policy `from`, into this policy's terms at `now` (each rule's adopt: the used amount carries over and is judged by
+   * the new rule). The shared sliding log keeps its entries: the next charge trims it to this policy's limits.
+   */
+  adopt(from: Policy, s: Float64Array, o: number, now: number): void {
+    const machines = this.machines;
+    for (let i = 0; i < machines.length; i++) {
+      const m = machines[i];
+      if (!(m instanceof SlidingLog)) m.adopt(from.rules[i], s, o + this.offsets[i], now);
+    }
+  }
+
   /** newLog — a fresh log for a client of this policy. */
   newLog(): Log | undefined {
     return this.hasLog ? new Log() : undefined;

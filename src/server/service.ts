@@ -122,7 +122,8 @@ export class RateLimitService {
 
   /**
    * setConfig — puts a new configuration in force, at once and whole. A limit or policy whose rules did not change
-   * keeps its limiter, and with it every client's state; the others start fresh.
+   * keeps its limiter, and with it every client's state; one whose rules changed compatibly gets a limiter that
+   * succeeds the old one (its clients carried over, judged by the new rules: runtime); the others start fresh.
    */
   setConfig(cfg: ServiceConfig): { kept: number; fresh: number } {
     let kept = 0;
@@ -136,7 +137,7 @@ export class RateLimitService {
         limits.set(spec.id, old);
         kept++;
       } else {
-        limits.set(spec.id, this.runtime(spec.rules, spec.shadowMode, fp));
+        limits.set(spec.id, this.runtime(spec.rules, spec.shadowMode, fp, old));
         fresh++;
       }
     }
@@ -148,7 +149,7 @@ export class RateLimitService {
         policies.set(p.name, old);
         kept++;
       } else {
-        policies.set(p.name, this.runtime(p.rules, p.dryRun, fp));
+        policies.set(p.name, this.runtime(p.rules, p.dryRun, fp, old));
         fresh++;
       }
     }
@@ -160,10 +161,17 @@ export class RateLimitService {
     return { kept, fresh };
   }
 
-  private runtime(rules: readonly RuleConfig[], dryRun: boolean, fingerprint: string): Runtime {
+  /**
+   * runtime — the limiter of a limit or policy. `old` — the one it replaces (its rules or mode changed): the new
+   * limiter succeeds it (Limiter `succeeds`), so that when the rules are compatible (same algorithms and periods, in
+   * order; limit, burst, halfLife changed) every client's state, block and exemption carries over and is judged by the
+   * new rules — lowering a limit during an attack does not forgive the attackers. Otherwise its clients start fresh.
+   */
+  private runtime(rules: readonly RuleConfig[], dryRun: boolean, fingerprint: string, old?: Runtime): Runtime {
+    const clock = this.options.clock;
     const limiter = new Limiter({
       rules: [...rules], store: this.store, dryRun: dryRun || this.options.shadowMode === true, denialCache: this.options.denialCache === true,
-      observe: this.options.observe === true,
+      observe: this.options.observe === true, succeeds: old?.limiter, ...(clock === undefined ? {} : { clock: { now: () => clock.now() } }),
     });
     return { limiter, fingerprint, policyField: policyField(limiter.policy.rules, undefined), writer: new LimitFieldWriter(limiter.policy.rules) };
   }
