@@ -57,6 +57,15 @@ export interface LimiterOptions {
    * should not be used afterwards. On Redis the state is shared by key, see redisStore's `id`.
    */
   succeeds?: Limiter;
+  /**
+   * id — names this limiter's state in a shared store (Redis): limiters with the same id and compatible rules (the
+   * same algorithms and periods, in order) read and write one state per client, whatever their limits — so a reload
+   * or a rolling change of the rules carries every client over and never gives one two budgets. Without it the state
+   * is named by the whole rules (limiters with other rules never share it). The service names each limit and policy.
+   * @default undefined
+   * @example limiter({ rules: '100/min', store: redisStore({ client }), id: 'api' })
+   */
+  id?: string;
 }
 
 /** TopOptions — which clients `top()` lists. */
@@ -123,7 +132,7 @@ export interface ExemptOptions {
 }
 
 /** LIMITER_OPTIONS, CHECK_OPTIONS, PEEK_OPTIONS, BLOCK_OPTIONS, EXEMPT_OPTIONS — the names each options object may have. */
-const LIMITER_OPTIONS: ReadonlySet<string> = new Set(['rules', 'store', 'dryRun', 'clock', 'denialCache', 'observe', 'succeeds']);
+const LIMITER_OPTIONS: ReadonlySet<string> = new Set(['rules', 'store', 'dryRun', 'clock', 'denialCache', 'observe', 'succeeds', 'id']);
 const CHECK_OPTIONS: ReadonlySet<string> = new Set(['cost', 'now']);
 const PEEK_OPTIONS: ReadonlySet<string> = new Set(['now']);
 const BLOCK_OPTIONS: ReadonlySet<string> = new Set(['for', 'reason']);
@@ -160,7 +169,7 @@ export class Limiter {
     if (typeof options !== 'object' || options === null) throw new RatekeeperError(`limiter takes an options object with rules, got ${show(options)}`);
     checkOptions(options, LIMITER_OPTIONS, 'limiter');
     const list = typeof options.rules === 'string' ? parseRules(options.rules) : options.rules;
-    this.policy = new Policy({ rules: list, dryRun: options.dryRun });
+    this.policy = new Policy({ rules: list, dryRun: options.dryRun, id: options.id });
     const clock = options.clock ?? { now: Date.now, monotonic: () => performance.now() };
     if (typeof clock !== 'object' || clock === null || typeof clock.now !== 'function') {
       throw new RatekeeperError(`clock must be an object with a now() method returning ms, got ${show(clock)}`);

@@ -137,7 +137,7 @@ export class RateLimitService {
         limits.set(spec.id, old);
         kept++;
       } else {
-        limits.set(spec.id, this.runtime(spec.rules, spec.shadowMode, fp, old));
+        limits.set(spec.id, this.runtime(spec.rules, spec.shadowMode, fp, old, `limit:${spec.id}`));
         fresh++;
       }
     }
@@ -149,7 +149,7 @@ export class RateLimitService {
         policies.set(p.name, old);
         kept++;
       } else {
-        policies.set(p.name, this.runtime(p.rules, p.dryRun, fp, old));
+        policies.set(p.name, this.runtime(p.rules, p.dryRun, fp, old, `policy:${p.name}`));
         fresh++;
       }
     }
@@ -166,12 +166,14 @@ export class RateLimitService {
    * limiter succeeds it (Limiter `succeeds`), so that when the rules are compatible (same algorithms and periods, in
    * order; limit, burst, halfLife changed) every client's state, block and exemption carries over and is judged by the
    * new rules — lowering a limit during an attack does not forgive the attackers. Otherwise its clients start fresh.
+   * `id` — the limit's or policy's name for its state in a shared store (Limiter `id`): on Redis every instance, whatever
+   * rules it holds for the limit, reads and writes one state per client.
    */
-  private runtime(rules: readonly RuleConfig[], dryRun: boolean, fingerprint: string, old?: Runtime): Runtime {
+  private runtime(rules: readonly RuleConfig[], dryRun: boolean, fingerprint: string, old?: Runtime, id?: string): Runtime {
     const clock = this.options.clock;
     const limiter = new Limiter({
       rules: [...rules], store: this.store, dryRun: dryRun || this.options.shadowMode === true, denialCache: this.options.denialCache === true,
-      observe: this.options.observe === true, succeeds: old?.limiter, ...(clock === undefined ? {} : { clock: { now: () => clock.now() } }),
+      observe: this.options.observe === true, succeeds: old?.limiter, id, ...(clock === undefined ? {} : { clock: { now: () => clock.now() } }),
     });
     return { limiter, fingerprint, policyField: policyField(limiter.policy.rules, undefined), writer: new LimitFieldWriter(limiter.policy.rules) };
   }

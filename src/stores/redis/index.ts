@@ -575,7 +575,7 @@ export class RedisBound implements BoundStore {
   readonly ownClock = true;
   readonly id: string;
   readonly script: Script;
-  /** tupleId — names this bound's part of a compound script: the state layout and whether it is dry-run. */
+  /** tupleId — names this bound's part of a compound script: its rules (the check script's SHA) and whether it is dry-run. */
   readonly tupleId: string;
   /** fallbackTable — the policy's table in the 'memory' fallback store. */
   readonly fallbackTable: MemoryTable | undefined;
@@ -600,7 +600,8 @@ export class RedisBound implements BoundStore {
   constructor(readonly store: RedisStore, readonly policy: Policy) {
     this.id = policyId(policy);
     this.script = policyScript(policy);
-    this.tupleId = policy.dryRun ? `${this.id}~dry` : this.id;
+    // the check script's SHA names the rules themselves (policies of one id with other limits share the key id, not a script)
+    this.tupleId = policy.dryRun ? `${this.script.sha}~dry` : this.script.sha;
     this.fallbackTable = store.fallback?.attach(policy);
     this.keyHead = `${store.prefix}{`;
     this.keyTail = `}:${this.id}`;
