@@ -185,7 +185,7 @@ export class Limiter {
       throw new RatekeeperError(`store must be a ratekeeper store such as memoryStore() or redisStore({ client }), got ${show(store)}`);
     }
     this.store = store;
-    this.bound = this.succession(options.succeeds) ?? store.attach(this.policy);
+    this.bound = this.succession(options.succeeds, options.clock !== undefined) ?? store.attach(this.policy);
     const dc = options.denialCache;
     if (dc !== undefined && dc !== false) {
       const cache = new DenialCache(dc === true ? {} : dc); // its options are checked even where it is not used
@@ -203,13 +203,13 @@ export class Limiter {
    * succession — the store bound to this policy with the clients of `old` carried over (Store.succeed), when `old`
    * is a limiter on the same store with compatible rules; else undefined. The clock carries on from the old one's.
    */
-  private succession(old: Limiter | undefined): BoundStore | undefined {
+  private succession(old: Limiter | undefined, clocked: boolean): BoundStore | undefined {
     if (old === undefined) return undefined;
     if (!(old instanceof Limiter)) throw new RatekeeperError(`succeeds must be the limiter this one replaces, got ${show(old)}`);
     if (old.store !== this.store || typeof this.store.succeed !== 'function' || !this.policy.compatible(old.policy)) return undefined;
     if (old.last > this.last) this.last = old.last;
-    // a store with its own clock (Redis TIME) converts on that clock
-    return this.store.succeed(old.policy, this.policy, old.bound.ownClock ? undefined : this.tick());
+    // a store with its own clock (Redis TIME) converts on that clock, unless this limiter was given a clock
+    return this.store.succeed(old.policy, this.policy, old.bound.ownClock && !clocked ? undefined : this.tick());
   }
 
   /** sync — whether the store answers synchronously, so that `checkSync` may be used (the memory store). */

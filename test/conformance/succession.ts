@@ -45,9 +45,12 @@ export function expectedWait(algorithm: Algorithm): number | undefined {
   }
 }
 
-/** make — a limiter of one rule on `store`, succeeding `old` when given; its clock reads T0 (the time of the change). */
-export function make(store: Store, r: RuleConfig, old?: Limiter): Limiter {
-  return limiter({ rules: [r], store, succeeds: old, clock: { now: () => T0 } });
+/**
+ * make — a limiter of one rule on `store`, succeeding `old` when given, named `id` (a shared store names the state by
+ * it: test/redis/succession.test.ts); its clock reads T0 (the time of the change).
+ */
+export function make(store: Store, r: RuleConfig, old?: Limiter, id = 'the-limit'): Limiter {
+  return limiter({ rules: [r], store, succeeds: old, clock: { now: () => T0 }, id });
 }
 
 /** spend — `n` requests of cost 1 for `key` at `now`, each admitted (asserted). */
@@ -90,6 +93,7 @@ export async function lowered(store: Store, algorithm: Algorithm, key: string): 
   const expected = expectedWait(algorithm);
   if (expected !== undefined) assert.ok(Math.abs(wait - expected) < 1e-3, `${algorithm}: retryAfter ${wait}, expected ${expected}`);
   assert.ok(wait > 1 && Number.isFinite(wait), `${algorithm}: a finite wait, ${wait}`);
-  assert.equal((await lim.check(key, { now: T0 + wait - 1 })).allowed, false, `${algorithm}: still refused 1 ms before`);
+  const early = await lim.check(key, { now: T0 + wait - 1 });
+  assert.equal(early.allowed, false, `${algorithm}: still refused 1 ms before (retryAfter ${wait}: ${JSON.stringify(early)})`);
   assert.equal((await lim.check(key, { now: T0 + wait })).allowed, true, `${algorithm}: admitted at T0 + retryAfter`);
 }
