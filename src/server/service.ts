@@ -125,8 +125,9 @@ export class RateLimitService {
    * keeps its limiter, and with it every client's state; one whose rules changed compatibly gets a limiter that
    * succeeds the old one (its clients carried over, judged by the new rules: runtime); the others start fresh.
    */
-  setConfig(cfg: ServiceConfig): { kept: number; fresh: number } {
+  setConfig(cfg: ServiceConfig): { kept: number; carried: number; fresh: number } {
     let kept = 0;
+    let carried = 0;
     let fresh = 0;
     const limits = new Map<string, Runtime>();
     for (const spec of cfg.limits) {
@@ -137,8 +138,10 @@ export class RateLimitService {
         limits.set(spec.id, old);
         kept++;
       } else {
-        limits.set(spec.id, this.runtime(spec.rules, spec.shadowMode, fp, old, `limit:${spec.id}`));
-        fresh++;
+        const rt = this.runtime(spec.rules, spec.shadowMode, fp, old, `limit:${spec.id}`);
+        limits.set(spec.id, rt);
+        if (carries(old, rt)) carried++;
+        else fresh++;
       }
     }
     const policies = new Map<string, Runtime>();
@@ -149,8 +152,10 @@ export class RateLimitService {
         policies.set(p.name, old);
         kept++;
       } else {
-        policies.set(p.name, this.runtime(p.rules, p.dryRun, fp, old, `policy:${p.name}`));
-        fresh++;
+        const rt = this.runtime(p.rules, p.dryRun, fp, old, `policy:${p.name}`);
+        policies.set(p.name, rt);
+        if (carries(old, rt)) carried++;
+        else fresh++;
       }
     }
     for (const [id, r] of this.limits) if (limits.get(id) !== r) this.retire(r);
@@ -158,7 +163,7 @@ export class RateLimitService {
     this.limits = limits;
     this.policies = policies;
     this.cfg = cfg;
-    return { kept, fresh };
+    return { kept, carried, fresh };
   }
 
   /**
@@ -496,6 +501,11 @@ function headersFor(items: Item[], decisions: Decision[], shadow: boolean): RlsR
     if (s !== undefined) out.push({ key: 'Retry-After', value: String(s) });
   }
   return out;
+}
+
+/** carries — whether the limiter of `next` took over the clients of `old` (compatible rules: Limiter `succeeds`). */
+function carries(old: Runtime | undefined, next: Runtime): boolean {
+  return old !== undefined && next.limiter.policy.compatible(old.limiter.policy);
 }
 
 /** policyKey — a native policy's store key for a client: the policy's name and the key, injectively. */
