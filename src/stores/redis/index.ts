@@ -296,6 +296,8 @@ export class RedisStore implements Store {
    */
   succeed(from: Policy, to: Policy, now: number | undefined): RedisBound | undefined {
     if (to.id === undefined || from.id !== to.id || !to.compatible(from)) return undefined;
+    // the 'memory' fallback's table (what this instance decided while Redis was away, its remembered blocks) carries too
+    this.fallback?.succeed(from, to, localClock());
     const bound = this.attach(to);
     if (lengthens(from, to)) bound.retimed = retime(bound.scanner(now), this.prefix, bound.id).catch(() => -1);
     return bound;
