@@ -26,6 +26,9 @@ export interface Scanner {
   rewrite(key: string): Promise<unknown>;
 }
 
+/** IN_FLIGHT — rewrites sent at once by a pass (one SCAN batch is up to ~1000 keys). */
+const IN_FLIGHT = 64;
+
 /** globEscape — a literal string inside a Redis MATCH pattern (`*`, `?`, `[`, `]` and `\` escaped). */
 export const globEscape = (s: string): string => s.replace(/[*?[\]\\]/g, (c) => `\\${c}`);
 
@@ -33,7 +36,7 @@ export const globEscape = (s: string): string => s.replace(/[*?[\]\\]/g, (c) => 
  * retime — rewrites every stored client of a shared policy (keys `<prefix>{<client>}:<id>`) under its new rules: the
  * state converted where its numbers depend on the rate (gcra), and the key's expiry computed from the new rules, so
  * that an expiry set under the old, looser rules does not forgive its client early. One SCAN pass per master (COUNT
- * 1000) and one script call per key, at most 1000 in flight; returns the number of keys rewritten. A key the pass
+ * 1000) and one script call per key, IN_FLIGHT at a time; returns the number of keys rewritten. A key the pass
  * has not reached yet keeps its old expiry until then (a check of the key converts and re-expires it too).
  */
 export async function retime(scanner: Scanner, prefix: string, id: string): Promise<number> {
@@ -42,7 +45,8 @@ export async function retime(scanner: Scanner, prefix: string, id: string): Prom
   await scanner.scan(`${globEscape(prefix)}{*${tail}`, async (keys) => {
     // a client's key has exactly one `}` (encodeKey escapes the client's own); the index and summary keys of the id do not end so
     const mine = keys.filter((k) => k.endsWith(tail) && k.indexOf('}') === k.length - tail.length);
-    await Promise.all(mine.map((k) => scanner.rewrite(k)));
+    // IN_FLIGHT at a time: the checks sharing the connection wait behind at most that many rewrites
+    for (let i = 0; i < mine.length; i += IN_FLIGHT) await Promise.all(mine.slice(i, i + IN_FLIGHT).map((k) => scanner.rewrite(k)));
     count += mine.length;
   });
   return count;
