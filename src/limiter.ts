@@ -49,6 +49,23 @@ export interface LimiterOptions {
    * @example limiter({ rules, observe: { capacity: 1000, halfLife: 10_000 } })
    */
   observe?: boolean | ObserveOptions;
+  /**
+   * succeeds — the limiter this one replaces (a reload that changed its rules), on the same store. When the rules are
+   * compatible (the same number of rules, in order, each of the same algorithm and `per`: Policy.compatible) every
+   * client's state, block and exemption carries over, judged by the new rules in the count sense (2 used of 2/min →
+   * 98 left of 100/min; 50 used of 100/min → refused under 2/min); otherwise the clients start fresh. The old limiter
+   * should not be used afterwards. On Redis the state is shared by key, see redisStore's `id`.
+   */
+  succeeds?: Limiter;
+  /**
+   * id — names this limiter's state in a shared store (Redis): limiters with the same id and compatible rules (the
+   * same algorithms and periods, in order) read and write one state per client, whatever their limits — so a reload
+   * or a rolling change of the rules carries every client over and never gives one two budgets. Without it the state
+   * is named by the whole rules (limiters with other rules never share it). The service names each limit and policy.
+   * @default undefined
+   * @example limiter({ rules: '100/min', store: redisStore({ client }), id: 'api' })
+   */
+  id?: string;
 }
 
 /** TopOptions — which clients `top()` lists. */
@@ -115,7 +132,7 @@ export interface ExemptOptions {
 }
 
 /** LIMITER_OPTIONS, CHECK_OPTIONS, PEEK_OPTIONS, BLOCK_OPTIONS, EXEMPT_OPTIONS — the names each options object may have. */
-const LIMITER_OPTIONS: ReadonlySet<string> = new Set(['rules', 'store', 'dryRun', 'clock', 'denialCache', 'observe']);
+const LIMITER_OPTIONS: ReadonlySet<string> = new Set(['rules', 'store', 'dryRun', 'clock', 'denialCache', 'observe', 'succeeds', 'id']);
 const CHECK_OPTIONS: ReadonlySet<string> = new Set(['cost', 'now']);
 const PEEK_OPTIONS: ReadonlySet<string> = new Set(['now']);
 const BLOCK_OPTIONS: ReadonlySet<string> = new Set(['for', 'reason']);
@@ -152,7 +169,7 @@ export class Limiter {
     if (typeof options !== 'object' || options === null) throw new RatekeeperError(`limiter takes an options object with rules, got ${show(options)}`);
     checkOptions(options, LIMITER_OPTIONS, 'limiter');
     const list = typeof options.rules === 'string' ? parseRules(options.rules) : options.rules;
-    this.policy = new Policy({ rules: list, dryRun: options.dryRun });
+    this.policy = new Policy({ rules: list, dryRun: options.dryRun, id: options.id });
     const clock = options.clock ?? { now: Date.now, monotonic: () => performance.now() };
     if (typeof clock !== 'object' || clock === null || typeof clock.now !== 'function') {
       throw new RatekeeperError(`clock must be an object with a now() method returning ms, got ${show(clock)}`);
@@ -168,7 +185,7 @@ export class Limiter {
       throw new RatekeeperError(`store must be a ratekeeper store such as memoryStore() or redisStore({ client }), got ${show(store)}`);
     }
     this.store = store;
-    this.bound = store.attach(this.policy);
+    this.bound = this.succession(options.succeeds, options.clock !== undefined) ?? store.attach(this.policy);
     const dc = options.denialCache;
     if (dc !== undefined && dc !== false) {
       const cache = new DenialCache(dc === true ? {} : dc); // its options are checked even where it is not used
@@ -180,6 +197,19 @@ export class Limiter {
       const every = this.observer.share;
       if (every !== false && typeof this.bound.shareSummary === 'function') this.sharing = new Sharing(this.observer, this.bound, every, () => this.tick());
     }
+  }
+
+  /**
+   * succession — the store bound to this policy with the clients of `old` carried over (Store.succeed), when `old`
+   * is a limiter on the same store with compatible rules; else undefined. The clock carries on from the old one's.
+   */
+  private succession(old: Limiter | undefined, clocked: boolean): BoundStore | undefined {
+    if (old === undefined) return undefined;
+    if (!(old instanceof Limiter)) throw new RatekeeperError(`succeeds must be the limiter this one replaces, got ${show(old)}`);
+    if (old.store !== this.store || typeof this.store.succeed !== 'function' || !this.policy.compatible(old.policy)) return undefined;
+    if (old.last > this.last) this.last = old.last;
+    // a store with its own clock (Redis TIME) converts on that clock, unless this limiter was given a clock
+    return this.store.succeed(old.policy, this.policy, old.bound.ownClock && !clocked ? undefined : this.tick());
   }
 
   /** sync — whether the store answers synchronously, so that `checkSync` may be used (the memory store). */

@@ -50,13 +50,21 @@ function isRuleConfig(r: unknown): r is RuleConfig {
   return typeof r === 'object' && r !== null && typeof (r as RuleConfig).algorithm === 'string' && Object.isFrozen(r);
 }
 
-const POLICY_OPTIONS: ReadonlySet<string> = new Set(['rules', 'dryRun']);
+const POLICY_OPTIONS: ReadonlySet<string> = new Set(['rules', 'dryRun', 'id']);
 
 /** PolicyOptions — what a policy is made of. */
 export interface PolicyOptions {
   rules: readonly RuleConfig[];
   /** dryRun — measure, change state as if enforced, but always allow. @default false */
   dryRun?: boolean;
+  /**
+   * id — names the clients' state in a shared store (Redis): policies with the same id and compatible rules (the same
+   * algorithms and periods, in order: {@link Policy.compatible}) read and write one state per client whatever their
+   * limits, bursts and half-lives — a rule change, or instances holding different rules during a rolling change, never
+   * give a client two budgets. Without it the state is named by the whole rules: policies with other rules never share
+   * it. The memory store keeps a table per policy either way. @default undefined
+   */
+  id?: string;
 }
 
 /**
@@ -68,6 +76,8 @@ export interface PolicyOptions {
 export class Policy {
   readonly rules: readonly RuleConfig[];
   readonly dryRun: boolean;
+  /** id — the name of the clients' state in a shared store (PolicyOptions.id), or undefined. */
+  readonly id: string | undefined;
   /** stateSize — numbers of slice state per client (the slidingLog rules keep theirs in the log). */
   readonly stateSize: number;
   /** hasLog — whether the policy has slidingLog rules, and so needs a Log per client. */
@@ -110,8 +120,12 @@ export class Policy {
     if (options.dryRun !== undefined && typeof options.dryRun !== 'boolean') {
       throw new RatekeeperError(`dryRun must be a boolean, got ${show(options.dryRun)}`);
     }
+    if (options.id !== undefined && (typeof options.id !== 'string' || options.id.length === 0 || options.id.length > 1024)) {
+      throw new RatekeeperError(`id must be a non-empty string of at most 1024 characters, got ${show(options.id)}`);
+    }
     this.rules = Object.freeze([...(list as RuleConfig[])]);
     this.dryRun = options.dryRun ?? false;
+    this.id = options.id;
     const logRules = this.rules.filter((r) => r.algorithm === 'slidingLog');
     this.hasLog = logRules.length > 0;
     if (new Set(logRules.map((r) => r.accounting)).size > 1) {
@@ -317,6 +331,33 @@ export class Policy {
     const d = new Verdict(this.dryRun, this.dryRun ? 'dry-run' : 'blocked', first.limit, 0, retry, left, undefined, undefined, outcomes);
     if (override.reason !== undefined) d.blockReason = override.reason;
     return d;
+  }
+
+  /**
+   * compatible — whether a client's state under `from` can be carried into this policy (Policy.adopt): the same
+   * number of rules, in the same order, each of the same algorithm and `per`, so the state has the same layout and
+   * every number the same meaning. Limit, burst, halfLife, accounting, name and dry-run may differ: they change how
+   * the state is judged, not what it holds. Another algorithm or period starts the client fresh.
+   */
+  compatible(from: Policy): boolean {
+    const a = from.rules;
+    const b = this.rules;
+    if (a.length !== b.length) return false;
+    for (let i = 0; i < a.length; i++) if (a[i].algorithm !== b[i].algorithm || a[i].per !== b[i].per) return false;
+    return true;
+  }
+
+  /**
+   * adopt — converts in place one client's state `s[o … o + stateSize)` and `log`, written under the compatible
+   * policy `from`, into this policy's terms at `now` (each rule's adopt: the used amount carries over and is judged by
+   * the new rule). The shared sliding log keeps its entries: the next charge trims it to this policy's limits.
+   */
+  adopt(from: Policy, s: Float64Array, o: number, now: number): void {
+    const machines = this.machines;
+    for (let i = 0; i < machines.length; i++) {
+      const m = machines[i];
+      if (!(m instanceof SlidingLog)) m.adopt(from.rules[i], s, o + this.offsets[i], now);
+    }
   }
 
   /** newLog — a fresh log for a client of this policy. */

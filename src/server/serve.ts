@@ -101,10 +101,10 @@ export async function startService(options: ServeOptions): Promise<Running> {
   const reload = async (): Promise<void> => {
     try {
       const next = await loadConfig(options.config);
-      const { kept, fresh } = service.setConfig(next);
+      const { kept, carried, fresh } = service.setConfig(next);
       shown = configText(next.files);
       metrics.configLoaded(true, next.loadedAt);
-      log(`ratekeeper: config reloaded: ${next.limits.length} limit(s), ${next.policies.size} policies; ${kept} kept their state, ${fresh} start fresh`);
+      log(`ratekeeper: config reloaded: ${next.limits.length} limit(s), ${next.policies.size} policies; ${kept} kept their state, ${carried} carried it to new rules, ${fresh} start fresh`);
     } catch (e) {
       metrics.configLoaded(false);
       throw e;

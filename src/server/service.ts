@@ -122,10 +122,12 @@ export class RateLimitService {
 
   /**
    * setConfig — puts a new configuration in force, at once and whole. A limit or policy whose rules did not change
-   * keeps its limiter, and with it every client's state; the others start fresh.
+   * keeps its limiter, and with it every client's state; one whose rules changed compatibly gets a limiter that
+   * succeeds the old one (its clients carried over, judged by the new rules: runtime); the others start fresh.
    */
-  setConfig(cfg: ServiceConfig): { kept: number; fresh: number } {
+  setConfig(cfg: ServiceConfig): { kept: number; carried: number; fresh: number } {
     let kept = 0;
+    let carried = 0;
     let fresh = 0;
     const limits = new Map<string, Runtime>();
     for (const spec of cfg.limits) {
@@ -136,8 +138,10 @@ export class RateLimitService {
         limits.set(spec.id, old);
         kept++;
       } else {
-        limits.set(spec.id, this.runtime(spec.rules, spec.shadowMode, fp));
-        fresh++;
+        const rt = this.runtime(spec.rules, spec.shadowMode, fp, old, `limit:${spec.id}`);
+        limits.set(spec.id, rt);
+        if (carries(old, rt)) carried++;
+        else fresh++;
       }
     }
     const policies = new Map<string, Runtime>();
@@ -148,8 +152,10 @@ export class RateLimitService {
         policies.set(p.name, old);
         kept++;
       } else {
-        policies.set(p.name, this.runtime(p.rules, p.dryRun, fp));
-        fresh++;
+        const rt = this.runtime(p.rules, p.dryRun, fp, old, `policy:${p.name}`);
+        policies.set(p.name, rt);
+        if (carries(old, rt)) carried++;
+        else fresh++;
       }
     }
     for (const [id, r] of this.limits) if (limits.get(id) !== r) this.retire(r);
@@ -157,13 +163,22 @@ export class RateLimitService {
     this.limits = limits;
     this.policies = policies;
     this.cfg = cfg;
-    return { kept, fresh };
+    return { kept, carried, fresh };
   }
 
-  private runtime(rules: readonly RuleConfig[], dryRun: boolean, fingerprint: string): Runtime {
+  /**
+   * runtime — the limiter of a limit or policy. `old` — the one it replaces (its rules or mode changed): the new
+   * limiter succeeds it (Limiter `succeeds`), so that when the rules are compatible (same algorithms and periods, in
+   * order; limit, burst, halfLife changed) every client's state, block and exemption carries over and is judged by the
+   * new rules — lowering a limit during an attack does not forgive the attackers. Otherwise its clients start fresh.
+   * `id` — the limit's or policy's name for its state in a shared store (Limiter `id`): on Redis every instance, whatever
+   * rules it holds for the limit, reads and writes one state per client.
+   */
+  private runtime(rules: readonly RuleConfig[], dryRun: boolean, fingerprint: string, old?: Runtime, id?: string): Runtime {
+    const clock = this.options.clock;
     const limiter = new Limiter({
       rules: [...rules], store: this.store, dryRun: dryRun || this.options.shadowMode === true, denialCache: this.options.denialCache === true,
-      observe: this.options.observe === true,
+      observe: this.options.observe === true, succeeds: old?.limiter, id, ...(clock === undefined ? {} : { clock: { now: () => clock.now() } }),
     });
     return { limiter, fingerprint, policyField: policyField(limiter.policy.rules, undefined), writer: new LimitFieldWriter(limiter.policy.rules) };
   }
@@ -486,6 +501,11 @@ function headersFor(items: Item[], decisions: Decision[], shadow: boolean): RlsR
     if (s !== undefined) out.push({ key: 'Retry-After', value: String(s) });
   }
   return out;
+}
+
+/** carries — whether the limiter of `next` took over the clients of `old` (compatible rules: Limiter `succeeds`). */
+function carries(old: Runtime | undefined, next: Runtime): boolean {
+  return old !== undefined && next.limiter.policy.compatible(old.limiter.policy);
 }
 
 /** policyKey — a native policy's store key for a client: the policy's name and the key, injectively. */

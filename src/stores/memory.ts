@@ -50,6 +50,21 @@ export class MemoryStore implements Store {
     for (const t of this.tables.values()) t.clear();
   }
 
+  /**
+   * succeed — hands the table of `from` (a policy a limiter is being replaced from) to `to` when the two are
+   * compatible (Policy.compatible): every client's state is converted at `now` (eagerly, one pass over the slab:
+   * MemoryTable.adopt), and its blocks and exemptions stay. Returns undefined when there is no such table or the
+   * policies are not compatible (the caller attaches `to` fresh).
+   */
+  succeed(from: Policy, to: Policy, now: number): MemoryTable | undefined {
+    const t = this.tables.get(from);
+    if (t === undefined || from === to || this.tables.has(to) || !to.compatible(from)) return undefined;
+    t.adopt(to, now);
+    this.tables.delete(from);
+    this.tables.set(to, t);
+    return t;
+  }
+
   /** detach — forgets the table of a policy no limiter uses any more (the service's replaced limits), and its clients. */
   detach(policy: Policy): void {
     this.tables.get(policy)?.clear();
@@ -151,7 +166,11 @@ export class MemoryTable implements BoundStore {
   /** zero — the state of a client not in the table, for looks that store nothing (cost 0). */
   private readonly zero: Float64Array;
 
-  constructor(readonly policy: Policy, readonly maxKeys: number) {
+  /** policy — what the clients are judged by; replaced only by adopt(), with every slot converted. */
+  policy: Policy;
+
+  constructor(policy: Policy, readonly maxKeys: number) {
+    this.policy = policy;
     this.logAt = policy.hasLog ? policy.stateSize : -1;
     this.stride = policy.stateSize + (policy.hasLog ? 1 + 2 * INLINE : 0);
     this.log = policy.hasLog ? new Log(INLINE) : undefined;
@@ -253,6 +272,20 @@ export class MemoryTable implements BoundStore {
     this.slab.fill(0, slot * this.stride, (slot + 1) * this.stride);
     if (this.logAt >= 0) this.logMeta[slot] = 0;
     this.bigLogs[slot] = undefined;
+  }
+
+  /**
+   * adopt — puts the table under `to`, a policy compatible with its own (Policy.compatible: same layout), converting
+   * every client's state at `now` in one pass (Policy.adopt). Eager rather than on each client's next check: the
+   * conversion needs the old rules and the time of the change (a GCRA TAT and a bucket's drain are converted at
+   * that instant), which a lazy one would have to keep per client; one pass costs about 80 ns a client on one
+   * rule (100 000 gcra clients: 7.8 ms, docs/memory.md). Blocks and exemptions are kept as they are.
+   */
+  adopt(to: Policy, now: number): void {
+    const from = this.policy;
+    const stride = this.stride;
+    for (let slot = 0, n = this.slots.size; slot < n; slot++) to.adopt(from, this.slab, slot * stride, now);
+    this.policy = to;
   }
 
   /** clear — forgets every client and override. */

@@ -18,6 +18,13 @@ export interface Store {
   evaluateAll?(parts: readonly Part[], now: number | undefined): Decision[] | Promise<Decision[]> | undefined;
   /** close — releases what the store holds open (timers, connections it owns). */
   close?(): Promise<void> | void;
+  /**
+   * succeed — binds the store to `to`, a policy that replaces `from` (a limiter's rules changed), carrying every
+   * client's state, block and exemption over when the two are compatible (Policy.compatible), converted at `now`
+   * (ms; undefined: the store's clock). Returns undefined when the store cannot (the limiter then attaches `to`
+   * fresh). Optional.
+   */
+  succeed?(from: Policy, to: Policy, now: number | undefined): BoundStore | undefined;
   /** detach — the policy is no longer used by any limiter: the store may forget what it keeps for it in process. */
   detach?(policy: Policy): void;
 }

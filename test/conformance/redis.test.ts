@@ -22,7 +22,21 @@ function conform(redis: RedisSuite<unknown, ConstructorParameters<typeof RedisSt
   }
 }
 
+/** conformShared — every scenario with a policy id (keys named by the id and layout; gcra keeps its interval): the same decisions. */
+function conformShared(redis: RedisSuite<unknown, ConstructorParameters<typeof RedisStore>[0]['client']>): void {
+  for (const s of scenarios) {
+    test(`${s.name} (shared: a policy with an id)`, async () => {
+      const ref = await run(new MemoryStore(), s);
+      const got = await run(new RedisStore({ client: redis.client, prefix: uniquePrefix('confid'), timeout: 5000 }), s, 'the-id');
+      compare(s, ref, got);
+      checkExpectations(s, got);
+    });
+  }
+}
+
 describe('conformance on a standalone Redis', () => conform(useRedis()));
+describe('conformance on a standalone Redis, policies with an id', () => conformShared(useRedis()));
+describe('conformance on a 3-master Redis Cluster, policies with an id', () => conformShared(useCluster()));
 describe('conformance on a 3-master Redis Cluster', () => conform(useCluster()));
 describe('conformance on a standalone Redis, node-redis client', () => conform(useNodeRedis()));
 describe('conformance on a 3-master Redis Cluster, node-redis cluster', () => conform(useNodeRedisCluster()));

@@ -7,9 +7,12 @@ import type { Decision } from '../../src/core/types.js';
 import type { BoundStore, Store } from '../../src/stores/types.js';
 import { T0, type Scenario, type Step } from './scenarios.js';
 
-/** run — every step of a scenario on a fresh binding of `store`; the decision of each check (undefined for other ops). */
-export async function run(store: Store, s: Scenario): Promise<(Decision | undefined)[]> {
-  const bound: BoundStore = store.attach(new Policy({ rules: s.rules, dryRun: s.dryRun }));
+/**
+ * run — every step of a scenario on a fresh binding of `store`; the decision of each check (undefined for other ops).
+ * `id` — the policy's id (a shared state layout on Redis: keys named by the id, gcra keeping its interval).
+ */
+export async function run(store: Store, s: Scenario, id?: string): Promise<(Decision | undefined)[]> {
+  const bound: BoundStore = store.attach(new Policy({ rules: s.rules, dryRun: s.dryRun, id }));
   const out: (Decision | undefined)[] = [];
   for (const step of s.steps) out.push(await apply(bound, step));
   return out;

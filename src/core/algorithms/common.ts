@@ -86,6 +86,13 @@ export abstract class Rule {
    * than a fresh client's.
    */
   abstract refund(s: Float64Array, o: number, now: number, cost: number): void;
+  /**
+   * adopt — converts in place a client's state `s[o…]`, written under `from` (the same algorithm and `per`; limit,
+   * burst, halfLife or accounting may differ), into this rule's terms at `now`, judged in the count sense: what the
+   * client has used carries over, never forgiven, and the new limit judges it. The windows, the sliding log and the
+   * exponential average keep their numbers as they are (cost units and times, not rates): this default does nothing.
+   */
+  adopt(_from: RuleConfig, _s: Float64Array, _o: number, _now: number): void {}
 }
 
 /**

@@ -66,6 +66,20 @@ export class Earrrl extends Rule {
   }
 
   /**
+   * adopt — the equivalent impulse carries over: decayed to `now` with the old half-life (what the client's history
+   * weighs at the change), then decaying with the new one and judged against the new limit/per. The estimate is a
+   * rate, not a count: a client at 50 of 100/min is refused under 2/min until its estimate falls under 2/min.
+   */
+  override adopt(from: RuleConfig, s: Float64Array, o: number, now: number): void {
+    const t = s[o + 1];
+    const age = now - t;
+    if (age > 0) {
+      s[o] = s[o] * Math.exp((-Math.LN2 / from.halfLife) * age);
+      s[o + 1] = now;
+    }
+  }
+
+  /**
    * refund — the equivalent impulse N, which sits at the time T of the latest update, loses `cost`: the exact inverse
    * when the refunded charge is that latest update (its impulse was added at T undecayed); never below 0.
    */

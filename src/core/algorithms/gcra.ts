@@ -50,6 +50,18 @@ export class Gcra extends Rule {
     return over;
   }
 
+  /**
+   * adopt — the one algorithm whose stored number depends on the rate: TAT − now is used × T_old (the cost units the
+   * client is ahead of its schedule, in time), so it becomes used × T_new: the same used amount judged by the new
+   * interval and tolerance (2 used of 2/min → 98 left of 100/min; 50 used of 100/min → refused under 2/min until
+   * the new schedule has drained 49 of them, about 24.5 min). A TAT not ahead of `now` is a fresh client's either way.
+   */
+  override adopt(from: RuleConfig, s: Float64Array, o: number, now: number): void {
+    const ahead = s[o] - now;
+    if (!(ahead > 0)) return;
+    s[o] = now + (ahead / (from.per / from.limit)) * this.interval;
+  }
+
   /** refund — TAT moves back by cost·T, never behind `now` (a fresh client's schedule). */
   refund(s: Float64Array, o: number, now: number, cost: number): void {
     const tat = s[o];

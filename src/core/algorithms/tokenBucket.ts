@@ -52,6 +52,20 @@ export class TokenBucket extends Rule {
     return lag(s[o + 1], now) + over / this.perMs;
   }
 
+  /**
+   * adopt — the bucket's debt (the used amount, cost units), drained at the old rate up to `now`, carries over as it
+   * is: under a larger burst the client has burst − debt left (2 used of 2 → 98 of 100), under a smaller one it waits
+   * until the new rate has drained the debt below the new burst. The token count is not kept (that would forgive or
+   * punish by the change of burst). A leaky bucket's level is the same number.
+   */
+  override adopt(from: RuleConfig, s: Float64Array, o: number, now: number): void {
+    const t = s[o + 1];
+    const elapsed = now - t;
+    const d = elapsed > 0 ? s[o] - elapsed * (from.limit / from.per) : s[o];
+    s[o] = d > 0 ? d : 0;
+    s[o + 1] = now > t ? now : t;
+  }
+
   /** refund — the tokens go back into the bucket (the level down), refilled to `now` first, never beyond a full bucket. */
   refund(s: Float64Array, o: number, now: number, cost: number): void {
     const d = this.debt(s, o, now) - cost;

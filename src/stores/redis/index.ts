@@ -11,6 +11,7 @@ import { NodeRedisAdapter, isNodeRedis } from './node-redis.js';
 import { HealthProbe, type StoreHealth } from './health.js';
 import { Placement, STANDALONE_TAG, bucketOf, memberOf, registryOf, splitMember, type Bucket } from './listing.js';
 import { localClock } from '../../core/clock.js';
+import { lengthens, retime, type Scanner } from './retime.js';
 
 /**
  * RedisClient — what the store needs of a client: ioredis's `Redis` and `Cluster` both fit. `status` is read to
@@ -287,6 +288,23 @@ export class RedisStore implements Store {
 
   attach(policy: Policy): RedisBound {
     return new RedisBound(this, policy);
+  }
+
+  /**
+   * succeed — binds `to`, which replaces `from` (a limiter's rules changed). Policies of one id and compatible rules
+   * name one key per client (policyId), so the clients' state, blocks and exemptions are already `to`'s; when the new
+   * rules may take longer to forgive a state (retime.ts `lengthens`: a lower rate or limit, a longer half-life), every
+   * key is rewritten under them in the background (`retimed`), so that an expiry set under the old rules does not
+   * forgive early; judged at `now` (ms; undefined: the server's clock, as the checks). Without an id the keys are
+   * named by the rules: undefined (the clients start fresh).
+   */
+  succeed(from: Policy, to: Policy, now: number | undefined): RedisBound | undefined {
+    if (to.id === undefined || from.id !== to.id || !to.compatible(from)) return undefined;
+    // the 'memory' fallback's table (what this instance decided while Redis was away, its remembered blocks) carries too
+    this.fallback?.succeed(from, to, localClock());
+    const bound = this.attach(to);
+    if (lengthens(from, to)) bound.retimed = retime(bound.scanner(now), this.prefix, bound.id).catch(() => -1);
+    return bound;
   }
 
   /** compounds — compound scripts by the tuple of their parts' policies (RedisBound.tupleId, joined); at most MAX_COMPOUNDS, oldest dropped first. */
@@ -728,7 +746,7 @@ export class RedisBound implements BoundStore {
   readonly ownClock = true;
   readonly id: string;
   readonly script: Script;
-  /** tupleId — names this bound's part of a compound script: the state layout and whether it is dry-run. */
+  /** tupleId — names this bound's part of a compound script: its rules (the check script's SHA) and whether it is dry-run. */
   readonly tupleId: string;
   /** fallbackTable — the policy's table in the 'memory' fallback store. */
   readonly fallbackTable: MemoryTable | undefined;
@@ -753,7 +771,8 @@ export class RedisBound implements BoundStore {
   constructor(readonly store: RedisStore, readonly policy: Policy) {
     this.id = policyId(policy);
     this.script = policyScript(policy);
-    this.tupleId = policy.dryRun ? `${this.id}~dry` : this.id;
+    // the check script's SHA names the rules themselves (policies of one id with other limits share the key id, not a script)
+    this.tupleId = policy.dryRun ? `${this.script.sha}~dry` : this.script.sha;
     this.fallbackTable = store.fallback?.attach(policy);
     this.keyHead = `${store.prefix}{`;
     this.keyTail = `}:${this.id}`;
@@ -870,6 +889,41 @@ export class RedisBound implements BoundStore {
     this.refunder ??= refundScript(this.policy);
     const args = [now === undefined ? '' : String(now), String(cost), leakyOnly ? '1' : '0'];
     return this.store.run(this.refunder, [this.redisKey(key)], args, true).then((reply) => this.decision(reply as Buffer));
+  }
+
+  /**
+   * retimed — after a succession that lengthened the time to forgive (RedisStore.succeed): the background pass that
+   * rewrites every client's key under this policy; resolves to the keys rewritten (−1 when Redis failed it).
+   */
+  retimed: Promise<number> | undefined;
+
+  /**
+   * scanner — the keys of this store on every master (SCAN), and a rewrite of one key under this policy at `now` (ms;
+   * undefined: the server's clock) (retime.ts).
+   */
+  scanner(now: number | undefined): Scanner {
+    const store = this.store;
+    return {
+      scan: async (pattern, batch) => {
+        const each = async (call: (cursor: string) => Promise<unknown>): Promise<void> => {
+          let cursor = '0';
+          do {
+            const [next, keys] = (await call(cursor)) as [Buffer | string, (Buffer | string)[]];
+            cursor = String(next);
+            if (keys.length > 0) await batch(keys.map((k) => String(k)));
+          } while (cursor !== '0');
+        };
+        if (!store.isCluster) return each((c) => store.callBuffer('SCAN', c, 'MATCH', pattern, 'COUNT', '1000'));
+        const cluster = store.client as unknown as { nodes?: (role: 'master') => { call(...args: string[]): Promise<unknown> }[] };
+        // node-redis's cluster client has no per-node access: no pass (its keys expire as the old rules set them)
+        if (typeof cluster.nodes !== 'function') return;
+        await Promise.all(cluster.nodes('master').map((node) => each((c) => node.call('SCAN', c, 'MATCH', pattern, 'COUNT', '1000'))));
+      },
+      rewrite: (key) => {
+        this.refunder ??= refundScript(this.policy);
+        return store.run(this.refunder, [key], [now === undefined ? '' : String(now), '0', '0'], true);
+      },
+    };
   }
 
   /** localNow — the fallback's clock, never stepping back. */

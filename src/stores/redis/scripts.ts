@@ -144,11 +144,15 @@ function constants(r: RuleConfig, logPer: number, logLimit: number): Record<stri
   }
 }
 
-/** stateSizeOf — numbers of state per client of an algorithm, as the core's rules keep them (slidingLog: in the log). */
-export function stateSizeOf(a: Algorithm): number {
+/**
+ * stateSizeOf — numbers of state per client of an algorithm in Redis, as the core's rules keep them (slidingLog: in
+ * the log); `shared` (a policy with an id): a gcra rule also keeps the interval its TAT was written under (ms per cost
+ * unit), since TAT − now is used × T, the one stored number that depends on the rate (see `adopt` in body()).
+ */
+export function stateSizeOf(a: Algorithm, shared = false): number {
   switch (a) {
     case 'slidingLog': return 0;
-    case 'gcra': return 1;
+    case 'gcra': return shared ? 2 : 1;
     case 'slidingWindow': return 3;
     default: return 2;
   }
@@ -198,10 +202,14 @@ function body(policy: Policy, flavor: Flavor): string {
   const chargeAll: string[] = [];
   const chargeStrict: string[] = [];
   const refund: string[] = [];
+  // shared — the policy has an id: its keys are named by the layout, not the limits, so a value may have been written
+  // under other limits (a rule change, another instance's rules); adopt — what converts it on reading (gcra only)
+  const shared = policy.id !== undefined;
+  const adopt: string[] = [];
   let offset = 0;
   rules.forEach((r, idx) => {
     const i = idx + 1;
-    const size = stateSizeOf(r.algorithm);
+    const size = stateSizeOf(r.algorithm, shared);
     const vars: Record<string, string> = {
       OK: `ok${i}`, REM: `rem${i}`, WAIT: `wait${i}`, RESET: `reset${i}`, RATE: `rate${i}`, DELAY: `delay${i}`, USED: `used${i}`, K: `lk${i}`,
     };
@@ -222,6 +230,10 @@ function body(policy: Policy, flavor: Flavor): string {
     if (hasDelay(r.algorithm)) locals.push(`delay${i}`);
     if (r.algorithm === 'slidingLog') locals.push(`used${i}`, `lk${i}`);
     decide.push(`-- rule ${i}: ${printable(r.name)} (${r.algorithm}, ${r.accounting})`, 'do', indent(fill(expand(r.algorithm, 'decide'), vars, where)), 'end');
+    if (shared && r.algorithm === 'gcra') {
+      decide.push(`${n[1]} = ${vars.INTERVAL}`);
+      adopt.push(`-- rule ${i}: ${printable(r.name)} (gcra)`, fill(expand('gcra', 'adopt'), vars, where));
+    }
     if (size > 0) {
       chargeAll.push(`${s.join(', ')} = ${n.join(', ')}`);
       if (r.accounting === 'strict') chargeStrict.push(`${s.join(', ')} = ${n.join(', ')}`);
@@ -244,7 +256,8 @@ function body(policy: Policy, flavor: Flavor): string {
       replies.push(`p${i}`);
     }
   });
-  if (offset !== policy.stateSize) throw new Error(`ratekeeper/redis: state layout ${offset} differs from the policy's ${policy.stateSize}`);
+  const expected = policy.stateSize + (shared ? rules.filter((r) => r.algorithm === 'gcra').length : 0);
+  if (offset !== expected) throw new Error(`ratekeeper/redis: state layout ${offset} differs from the policy's ${expected}`);
   // Lua 5.1 compiles a function of at most 200 active locals and 250 registers. Besides the rules' locals (and the
   // log's 17) a script holds up to 46 more (the prelude, the clock, the override, the templates' nested blocks: the
   // most with exponential rules), and its widest expression (the state unpacked or packed at once, the reply's parts)
@@ -297,6 +310,7 @@ function body(policy: Policy, flavor: Flavor): string {
     const block = ((): string[] => {
       switch (what) {
         case 'decide': return decide;
+        case 'adopt': return adopt;
         case 'charge': return charge;
         case 'report': return report;
         case 'read': return [expand('slidingLog', 'read', list.split(',').map((x) => x.trim()))];
@@ -456,6 +470,13 @@ export const opScript = (name: 'override' | 'unoverride' | 'reset' | 'refile'): 
  * never read each other's state (and a limiter never reads a layout it does not know).
  */
 export function policyId(policy: Policy): string {
+  if (policy.id !== undefined) {
+    // a policy with an id: named by the id and the state's layout only (algorithm and per of each rule, in order), so
+    // that policies of that id with other limits, bursts, half-lives or accounting read and write one state per client;
+    // every number they store means the same whatever those (gcra keeps its interval beside its TAT: stateSizeOf)
+    const layout = policy.rules.map((r) => [r.algorithm, r.per]);
+    return createHash('sha1').update(JSON.stringify(['ratekeeper-redis-shared-1', policy.id, layout])).digest('base64url').slice(0, 8);
+  }
   const shape = policy.rules.map((r) => [r.algorithm, r.limit, r.per, r.burst, r.halfLife, r.accounting]);
   // -2: the sliding log's layout with a header and an in-place buffer (slidingLog.lua); -3: one number, which may be
   // compact (policy.lua); the others -1

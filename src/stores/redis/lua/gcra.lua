@@ -13,7 +13,10 @@ same expressions as the core's constructor):
   $TOLERANCE — τ = burst·T, ms
   $SLACK     — tolerance of comparisons, τ·REL_SLACK + TIME_SLACK, ms
   $TOL_SLACK — τ + slack, ms;  $SLACK_I — slack/T, cost units
-Policy locals used: now (ms), cost (cost units), allowed (the policy's verdict), floor, INF.
+  $S2, $N2   — a shared policy's only (one with an id, whose key is named by its layout, not its limits): the
+               interval T the TAT was written under, ms per cost unit (0 for a fresh client); the composer writes
+               $N2 = $INTERVAL after decide
+Policy locals used: now (ms), cost (cost units), allowed (the policy's verdict), changed, floor, INF.
 ]]
 
 --@@ decide
@@ -43,4 +46,16 @@ if $S1 > now then $RESET = $S1 - now else $RESET = 0 end
 if $S1 > now then
   local back = $S1 - cost * $INTERVAL
   if back > now then $S1 = back else $S1 = now end
+end
+
+--@@ adopt
+-- (a shared policy) a TAT written under another interval — a rule change, or another instance's rules during a rolling
+-- change: TAT − now is used × T_old, so it becomes used × T, the same used amount judged by this rule; stored again
+-- (changed), so that it drains at this rule's rate from now on and the key expires when it is fresh under this rule
+if $S2 ~= $INTERVAL then
+  if $S2 > 0 and $S1 > now then
+    $S1 = now + ($S1 - now) / $S2 * $INTERVAL
+    changed = true
+  end
+  $S2 = $INTERVAL
 end

@@ -16,7 +16,9 @@ $ALL_OK — every rule admits; $RULE_REPLY, $REPLY_FMT, $LIVE_FMT — the reply 
 $PRELUDE — locals for the library functions the script uses (floor = math.floor, pack = struct.pack …, INF);
 $STATE_BODY — the state as stored after an override's header; $ADMITTED — whether the request is charged as admitted
 (its rules admit it, and, in a compound script, no other part refused it); $RET, $RET_LIVE — what a compound part
-returns beside its reply (whether its decision is `allowed`); `@verdict`, `@refund`, `@store_live` — the lines only
+returns beside its reply (whether its decision is `allowed`); `@adopt` — a shared policy's conversion of a state
+written under other limits (gcra.lua's `adopt`; nothing for the others, whose numbers mean the same under any limit);
+`@verdict`, `@refund`, `@store_live` — the lines only
 the compound script (a part's verdict, mode 1) or the refund script (the rules' refunds; the state written back under
 a live override) has.
 Lines starting with `@log` are kept only when the policy has slidingLog rules.
@@ -168,6 +170,7 @@ if v and #v >= at + $STATE_BYTES - 1 then $STATE = unpack('$STATE_FMT', v, at) e
 @log local le, loff, ln, lcap, lbase, ltotal, lnewest, lcharged, lwhole, lbuf, lpos, ldata, cq, ck, ldrop
 @log @read(at + $STATE_BYTES)
 local changed = false
+@adopt
 @refund
 
 -- Every rule decides on the state before the request; n… hold the state as charged.
