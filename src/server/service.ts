@@ -274,6 +274,9 @@ export class RateLimitService {
     for (let i = 0; i < descriptors.length; i++) {
       const d = descriptors[i];
       const entries = d.entries ?? [];
+      // the key cap before any matching: a 3 MB value was walked against every wildcard of its key first
+      const least = leastKeyLength(domain, entries);
+      if (least > MAX_KEY_LENGTH) throw keyTooLong(i, least);
       const cost = hits(d, base, i);
       const own = d.limit !== undefined && d.limit !== null;
       let m: Match | undefined;
@@ -305,7 +308,8 @@ export class RateLimitService {
         statuses[i] = { code: 'OK', limit_remaining: 0 };
         continue;
       }
-      if (m.key.length > MAX_KEY_LENGTH) throw new BadRequest(`descriptors[${i}].entries`, `make a key of ${m.key.length} characters; at most ${MAX_KEY_LENGTH} are accepted`);
+      // escaping (`%XX`) can lengthen a key under the cap as sent past it
+      if (m.key.length > MAX_KEY_LENGTH) throw keyTooLong(i, m.key.length);
       total += cost;
       items.push({ index: i, limiter: rt.limiter, rt, key: m.key, cost, spec, report: reportOf(spec), metricKey: m.metricKey, own });
     }
@@ -376,6 +380,24 @@ export class RateLimitService {
     }
     return rt;
   }
+}
+
+/**
+ * leastKeyLength — the fewest characters the store key of a descriptor can have: the domain, `:`, and every entry's
+ * key, `=` and value, joined by `&` — the key ({@link descriptorKey}) before its escapes, which only lengthen it. So a
+ * descriptor past MAX_KEY_LENGTH here would make a key past it too, and is refused before it is matched, while every
+ * key under the cap passes as before. The cap bounds the sum of a descriptor's entries (with the domain), not each
+ * entry alone.
+ */
+function leastKeyLength(domain: string, entries: readonly { key: string; value: string }[]): number {
+  let n = domain.length + 2 * entries.length;
+  for (let j = 0; j < entries.length; j++) n += entries[j].key.length + entries[j].value.length;
+  return n;
+}
+
+/** keyTooLong — the BadRequest of a descriptor whose key would have `n` characters (before escapes, for a count made before matching). */
+function keyTooLong(i: number, n: number): BadRequest {
+  return new BadRequest(`descriptors[${i}].entries`, `make a key of ${n} characters; at most ${MAX_KEY_LENGTH} are accepted (the domain and every entry's key and value)`);
 }
 
 function toCheck(it: Item): CheckAllItem {
