@@ -22,7 +22,7 @@ export interface RlsDescriptor {
   entries?: RlsEntry[];
   /** limit — the request's own limit for this descriptor, replacing the configured one. */
   limit?: { requests_per_unit?: number; unit?: RlsUnit | number } | null;
-  /** hits_addend — google.protobuf.UInt64Value: what this descriptor's hit costs (unset or 0: the request's). */
+  /** hits_addend — google.protobuf.UInt64Value: what this descriptor's hit costs, as is when set (0: looked at, not charged); unset: the request's. */
   hits_addend?: { value?: number | string } | null;
 }
 

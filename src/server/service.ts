@@ -8,7 +8,7 @@ import { MemoryStore } from '../stores/memory.js';
 import type { Store } from '../stores/types.js';
 import { LimitFieldWriter, policyField, seconds } from '../http/headers.js';
 import type { LimitSpec, Match, NativePolicy, RequestOverride, ServiceConfig } from './config/types.js';
-import { BadRequest, UNIT_MS, checkDescriptorCount, duration, type RlsDescriptor, type RlsRequest, type RlsResponse, type RlsStatus, type RlsUnit } from './rls.js';
+import { BadRequest, UNIT_MS, checkDescriptorCount, duration, preview, type RlsDescriptor, type RlsRequest, type RlsResponse, type RlsStatus, type RlsUnit } from './rls.js';
 import type { Metrics } from './metrics.js';
 
 /** ServiceOptions — what the service decides with. */
@@ -297,6 +297,11 @@ export class RateLimitService {
         continue;
       }
       if (spec.denyAll) {
+        // hits_addend 0 only looks, and a look at a requests_per_unit: 0 limit is within it (0 + 0 <= 0), as in envoy
+        if (cost === 0) {
+          statuses[i] = { code: 'OK', current_limit: reportOf(spec), limit_remaining: 0, duration_until_reset: duration(windowLeft(spec, this.options.clock?.now() ?? Date.now())) };
+          continue;
+        }
         // requests_per_unit 0: every hit is over (envoy's "black list"); not charged, so nothing to decide
         const shadow = spec.shadowMode || this.options.shadowMode === true;
         (denied ??= []).push({ index: i, name: spec.name, spec, metricKey: m.metricKey, cost, shadow });
@@ -404,13 +409,17 @@ function toCheck(it: Item): CheckAllItem {
   return { limiter: it.limiter, key: it.key, cost: it.cost };
 }
 
-/** hits — a descriptor's cost: its own hits_addend when set and > 0, else the request's (0 or unset: 1). */
+/**
+ * hits — a descriptor's cost, as envoyproxy/ratelimit's GetHitsAddends: its own hits_addend as is when set — 0 too,
+ * "check without charging" — else the request's (`base`: 0 or unset there means 1). A google.protobuf.UInt64Value
+ * set to 0 is sent as an empty message, which proto-loader decodes as `{}` (no `value`): set, and 0.
+ */
 function hits(d: RlsDescriptor, base: number, i: number): number {
   const h = d.hits_addend;
   if (h === undefined || h === null) return base;
   const v = typeof h.value === 'string' ? Number(h.value) : h.value ?? 0;
-  if (!Number.isSafeInteger(v) || v < 0 || v > MAX_AMOUNT) throw new BadRequest(`descriptors[${i}].hits_addend`, `must be an integer from 0 to ${MAX_AMOUNT}, got ${JSON.stringify(h.value)}`);
-  return v > 0 ? v : base;
+  if (!Number.isSafeInteger(v) || v < 0 || v > MAX_AMOUNT) throw new BadRequest(`descriptors[${i}].hits_addend`, `must be an integer from 0 to ${MAX_AMOUNT}, got ${preview(h.value)}`);
+  return v;
 }
 
 /**
