@@ -33,6 +33,9 @@ Options (environment variable used when the flag is absent):
                                                                        RATE_LIMIT_RESPONSE_HEADERS_ENABLED=true
   --shadow-mode            decide and count, never refuse              SHADOW_MODE=true
   --denial-cache           answer a just-refused client locally until its retryAfter (Redis)
+  --metrics-max-series N   metric keys made of request values (detailed_metric, value_to_metric) counted
+                           apart; past N new ones count as limit="(overflow)"
+                                                                       RATEKEEPER_METRICS_MAX_SERIES  default: 1000
   --admin-port N           the operators' view: admin API and dashboard (off: none)
                                                                        RATEKEEPER_ADMIN_PORT   default: 6070
   --admin-host HOST        where the admin listener binds              RATEKEEPER_ADMIN_HOST   default: 127.0.0.1
@@ -99,6 +102,7 @@ export function serveOptions(argv: string[], env: NodeJS.ProcessEnv): ServeOptio
         'on-store-error': { type: 'string' }, 'store-timeout': { type: 'string' }, 'max-keys': { type: 'string' },
         'response-headers': { type: 'boolean' }, 'shadow-mode': { type: 'boolean' }, 'denial-cache': { type: 'boolean' },
         'admin-port': { type: 'string' }, 'admin-host': { type: 'string' }, 'admin-token': { type: 'string' },
+        'metrics-max-series': { type: 'string' },
         help: { type: 'boolean', short: 'h' },
       },
     });
@@ -142,6 +146,8 @@ export function serveOptions(argv: string[], env: NodeJS.ProcessEnv): ServeOptio
   if (onStoreError !== undefined) o.onStoreError = onStoreError;
   if (timeout !== undefined) o.storeTimeout = timeout;
   if (maxKeys !== undefined) o.maxKeys = maxKeys;
+  const maxSeries = int(f['metrics-max-series'] ?? set(env.RATEKEEPER_METRICS_MAX_SERIES), '--metrics-max-series', 0);
+  if (maxSeries !== undefined) o.metricsMaxSeries = maxSeries;
   o.adminPort = port(f['admin-port'] ?? set(env.RATEKEEPER_ADMIN_PORT), '--admin-port') ?? 6070;
   const adminHost = f['admin-host'] ?? set(env.RATEKEEPER_ADMIN_HOST);
   if (adminHost !== undefined) o.adminHost = adminHost;

@@ -71,6 +71,8 @@ interface Item {
   spec: LimitSpec | undefined;
   report: { name?: string; requests_per_unit: number; unit: RlsUnit };
   metricKey: string;
+  /** fromRequest — metricKey holds request values (detailed_metric, value_to_metric): it counts against the metrics' series cap. */
+  fromRequest: boolean;
   /** own — the request's own limit (descriptor.limit), not a configured one. */
   own: boolean;
 }
@@ -81,6 +83,7 @@ interface Denied {
   name: string | undefined;
   spec: LimitSpec;
   metricKey: string;
+  fromRequest: boolean;
   cost: number;
   shadow: boolean;
 }
@@ -304,7 +307,7 @@ export class RateLimitService {
         }
         // requests_per_unit 0: every hit is over (envoy's "black list"); not charged, so nothing to decide
         const shadow = spec.shadowMode || this.options.shadowMode === true;
-        (denied ??= []).push({ index: i, name: spec.name, spec, metricKey: m.metricKey, cost, shadow });
+        (denied ??= []).push({ index: i, name: spec.name, spec, metricKey: m.metricKey, fromRequest: m.metricKey !== spec.path, cost, shadow });
         statuses[i] = { code: shadow ? 'OK' : 'OVER_LIMIT', current_limit: reportOf(spec), limit_remaining: 0, duration_until_reset: duration(windowLeft(spec, this.options.clock?.now() ?? Date.now())) };
         continue;
       }
@@ -316,7 +319,8 @@ export class RateLimitService {
       // escaping (`%XX`) can lengthen a key under the cap as sent past it
       if (m.key.length > MAX_KEY_LENGTH) throw keyTooLong(i, m.key.length);
       total += cost;
-      items.push({ index: i, limiter: rt.limiter, rt, key: m.key, cost, spec, report: reportOf(spec), metricKey: m.metricKey, own });
+      // a metric key other than the config path holds request values (a config path never does)
+      items.push({ index: i, limiter: rt.limiter, rt, key: m.key, cost, spec, report: reportOf(spec), metricKey: m.metricKey, fromRequest: m.metricKey !== spec.path, own });
     }
     if (total > MAX_AMOUNT) checkTotals(items);
     let live = items;
@@ -335,7 +339,7 @@ export class RateLimitService {
     if (metrics !== undefined && denied !== undefined) {
       for (const x of denied) {
         if (x.name !== undefined && replacing?.has(x.name) === true) continue;
-        metrics.refused(domain, x.metricKey, x.name ?? denyRuleName(x.spec), x.cost, x.shadow);
+        metrics.refused(domain, x.metricKey, x.name ?? denyRuleName(x.spec), x.cost, x.shadow, x.fromRequest);
       }
     }
     return { domain, statuses, live, refused };
@@ -360,7 +364,7 @@ export class RateLimitService {
         limit_remaining: over ? 0 : remainingOf(dec),
         duration_until_reset: duration(over ? finite(dec.retryAfter, dec.resetAfter) : dec.resetAfter),
       };
-      this.options.metrics?.decision(plan.domain, it.metricKey, dec, it.cost, it.own ? OVERRIDE_RULE : undefined);
+      this.options.metrics?.decision(plan.domain, it.metricKey, dec, it.cost, it.own ? OVERRIDE_RULE : undefined, it.fromRequest);
     }
     const response: RlsResponse = { overall_code: overall, statuses, response_headers_to_add: [] };
     if (this.options.responseHeaders === true) {
