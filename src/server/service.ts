@@ -42,11 +42,27 @@ interface Runtime {
   fingerprint: string;
 }
 
-/** MAX_OVERRIDES — request-supplied limits (descriptor.limit) kept as limiters at once; past it the oldest is dropped. */
-const MAX_OVERRIDES = 1024;
+/**
+ * MAX_OVERRIDES — distinct request-supplied limits (descriptor.limit: one per domain, requests_per_unit and unit)
+ * kept as limiters at once. Past it, one not in use makes room; when every one is in use, a new one is refused
+ * (INVALID_ARGUMENT / 400 naming descriptors[i].limit) — never evicted, so no client of an override in use is
+ * forgiven. Each is a table of the store bounded by its maxKeys: at most MAX_OVERRIDES × maxKeys clients in all.
+ */
+export const MAX_OVERRIDES = 256;
+/**
+ * OVERRIDE_SLACK — ms past the end of its last window before an override is idle: the limiter's clock (monotonic,
+ * or Redis TIME) may run a little behind the wall clock the service reads here.
+ */
+const OVERRIDE_SLACK = 1000;
 const MAX_UINT32 = 0xffffffff;
 /** NEAR_LIMIT_RATIO — envoy's: a hit past this share of the limit counts as near the limit in the metrics. */
 export const NEAR_LIMIT_RATIO = 0.8;
+
+/** OverrideRuntime — a request-supplied limit's runtime: its window (ms, one fixed window of its unit) and its last check (ms). */
+interface OverrideRuntime extends Runtime {
+  per: number;
+  lastUsed: number;
+}
 
 /** Plan — a request's descriptors: the statuses answered already, and the items still to decide. */
 interface Plan {
@@ -106,8 +122,10 @@ export class RateLimitService {
   /** limits — by LimitSpec id; policies — by native policy name. Rebuilt on every config, reusing same-fingerprint limiters. */
   private limits = new Map<string, Runtime>();
   private policies = new Map<string, Runtime>();
-  /** overrides — limiters for request-supplied limits, by their LimitSpec id; insertion order is age, at most MAX_OVERRIDES. */
-  private readonly overrides = new Map<string, Runtime>();
+  /** overrides — limiters for request-supplied limits, by their LimitSpec id; at most MAX_OVERRIDES. */
+  private readonly overrides = new Map<string, OverrideRuntime>();
+  /** overridesBusyUntil — ms (wall clock) before which no override can be idle: every one was in use at the last look. */
+  private overridesBusyUntil = 0;
 
   /** sync — the store answers synchronously (the memory store): decisions are made without a promise per descriptor. */
   private readonly sync: boolean;
@@ -311,7 +329,7 @@ export class RateLimitService {
         statuses[i] = { code: shadow ? 'OK' : 'OVER_LIMIT', current_limit: reportOf(spec), limit_remaining: 0, duration_until_reset: duration(windowLeft(spec, this.options.clock?.now() ?? Date.now())) };
         continue;
       }
-      const rt = own ? this.overrideRuntime(spec) : this.limits.get(spec.id);
+      const rt = own ? this.overrideRuntime(spec, i) : this.limits.get(spec.id);
       if (rt === undefined) {
         statuses[i] = { code: 'OK', limit_remaining: 0 };
         continue;
@@ -374,20 +392,54 @@ export class RateLimitService {
     return response;
   }
 
-  /** overrideRuntime — the limiter of a request-supplied limit (shared by every descriptor with the same limit). */
-  private overrideRuntime(spec: LimitSpec): Runtime {
+  /**
+   * overrideRuntime — the limiter of a request-supplied limit (shared by every descriptor with the same limit: the
+   * key tells the clients apart). A new one past MAX_OVERRIDES takes the place of an idle one, or is refused: an
+   * override is in use while the fixed window of its last check lasts (a client of it may not be fresh yet), and is
+   * never evicted then. Override limiters are not observed (the operators' view lists configured limits only).
+   */
+  private overrideRuntime(spec: LimitSpec, i: number): Runtime {
+    const now = this.options.clock?.now() ?? Date.now();
     let rt = this.overrides.get(spec.id);
-    if (rt === undefined || rt.fingerprint !== spec.fingerprint) {
-      if (rt !== undefined) this.retire(rt);
-      if (this.overrides.size >= MAX_OVERRIDES) {
-        const oldest = this.overrides.keys().next().value as string;
-        this.retire(this.overrides.get(oldest)!);
-        this.overrides.delete(oldest);
-      }
-      rt = this.runtime(spec.rules, false, spec.fingerprint);
-      this.overrides.set(spec.id, rt);
+    if (rt !== undefined && rt.fingerprint === spec.fingerprint) {
+      rt.lastUsed = now;
+      return rt;
     }
+    if (rt !== undefined) {
+      this.retire(rt);
+      this.overrides.delete(spec.id);
+    }
+    if (this.overrides.size >= MAX_OVERRIDES && !this.evictIdleOverride(now)) {
+      throw new BadRequest(`descriptors[${i}].limit`, `is one more distinct request limit than the ${MAX_OVERRIDES} in use; at most ${MAX_OVERRIDES} are kept at once (one in use stays until its window ends)`);
+    }
+    const limiter = new Limiter({ rules: [...spec.rules], store: this.store, dryRun: this.options.shadowMode === true, denialCache: this.options.denialCache === true });
+    rt = {
+      limiter, fingerprint: spec.fingerprint, policyField: policyField(limiter.policy.rules, undefined), writer: new LimitFieldWriter(limiter.policy.rules),
+      per: spec.rules[0].per, lastUsed: now,
+    };
+    this.overrides.set(spec.id, rt);
     return rt;
+  }
+
+  /**
+   * evictIdleOverride — retires one override whose last window ended (OVERRIDE_SLACK ago): every client of it is
+   * back to fresh. False when there is none; then none can be before the soonest end seen, and until then a new
+   * override is refused without looking again (a flood of new values costs one scan per window end, not per request).
+   */
+  private evictIdleOverride(now: number): boolean {
+    if (now < this.overridesBusyUntil) return false;
+    let soonest = Infinity;
+    for (const [id, rt] of this.overrides) {
+      const idleAt = (Math.floor(rt.lastUsed / rt.per) + 1) * rt.per + OVERRIDE_SLACK;
+      if (idleAt <= now) {
+        this.retire(rt);
+        this.overrides.delete(id);
+        return true;
+      }
+      if (idleAt < soonest) soonest = idleAt;
+    }
+    this.overridesBusyUntil = soonest;
+    return false;
   }
 }
 
