@@ -1,7 +1,8 @@
 /**
  * Deeply nested JSON bodies on a real service (loopback): arrays nested 200 000 deep, at the top of a /json or
- * /v1/check body or in any field of it, are a 400 naming the body or the field — never a 500 with a stack trace in
- * the log — and the service answers the next check as usual.
+ * /v1/check body or in any field of it, are a 400 naming the body, refused before they are parsed — never a 500 with a
+ * stack trace in the log; a field of the wrong type is named with its value described, not echoed; and the service
+ * answers the next check as usual.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
@@ -31,28 +32,53 @@ describe('deeply nested bodies', () => {
   });
   after(() => running?.close());
 
-  const cases: [string, string, string][] = [
-    ['/json', nested, 'body'],
-    ['/json', `{"domain":${nested}}`, 'domain'],
-    ['/json', `{"domain":"api","descriptors":[{"entries":[{"key":"user","value":${nested}}]}]}`, 'descriptors[0].entries[0].value'],
-    ['/json', `{"domain":"api","descriptors":[{"entries":[{"key":"user","value":"a"}],"limit":{"requestsPerUnit":${nested},"unit":"HOUR"}}]}`, 'descriptors[0].limit.requestsPerUnit'],
-    ['/json', `{"domain":"api","descriptors":[{"entries":[{"key":"user","value":"a"}],"limit":{"requestsPerUnit":1,"unit":${nested}}}]}`, 'descriptors[0].limit.unit'],
-    ['/json', `{"domain":"api","descriptors":[{"entries":[{"key":"user","value":"a"}],"hitsAddend":${nested}}]}`, 'descriptors[0].hitsAddend'],
-    ['/json', `{"domain":"api","descriptors":[{"entries":[{"key":"user","value":"a"}]}],"hitsAddend":${nested}}`, 'hitsAddend'],
-    ['/v1/check', nested, 'body'],
-    ['/v1/check', `{"policy":${nested},"key":"a"}`, 'policy'],
-    ['/v1/check', `{"policy":"login","key":${nested}}`, 'key'],
-    ['/v1/check', `{"policy":"login","key":"a","cost":${nested}}`, 'cost'],
+  const fields: [string, (v: string) => string][] = [
+    ['/json', (v) => v],
+    ['/json', (v) => `{"domain":${v}}`],
+    ['/json', (v) => `{"domain":"api","descriptors":[{"entries":[{"key":"user","value":${v}}]}]}`],
+    ['/json', (v) => `{"domain":"api","descriptors":[{"entries":[{"key":"user","value":"a"}],"limit":{"requestsPerUnit":${v},"unit":"HOUR"}}]}`],
+    ['/json', (v) => `{"domain":"api","descriptors":[{"entries":[{"key":"user","value":"a"}],"hitsAddend":${v}}]}`],
+    ['/v1/check', (v) => v],
+    ['/v1/check', (v) => `{"policy":${v},"key":"a"}`],
+    ['/v1/check', (v) => `{"policy":"login","key":"a","cost":${v}}`],
   ];
-  for (const [path, body, field] of cases) {
-    test(`${path} with ${field} nested ${DEPTH} deep is a 400 naming ${field}`, async () => {
+  for (const [path, body] of fields) {
+    const example = body('…');
+    test(`${path} ${example} with arrays nested ${DEPTH} deep there is a 400 naming the body, before it is parsed`, async () => {
       const before = log.length;
+      const r = await http(running.httpPort!, 'POST', path, body(nested));
+      assert.equal(r.status, 400, r.text.slice(0, 300));
+      assert.equal(r.json.field, 'body');
+      assert.match(r.json.error, /nested deeper than 32/);
+      assert.deepEqual(log.slice(before), [], 'nothing logged (no stack trace)');
+    });
+  }
+
+  test('refusing them costs little CPU: 5 in < 250 ms (parsing one took ~120 ms)', async (t) => {
+    const c0 = process.cpuUsage();
+    for (let i = 0; i < 5; i++) assert.equal((await http(running.httpPort!, 'POST', '/json', nested)).status, 400);
+    const c = process.cpuUsage(c0);
+    const ms = (c.user + c.system) / 1000;
+    t.diagnostic(`5 bodies nested ${DEPTH} deep: ${ms.toFixed(0)} ms of CPU (client and server)`);
+    assert.ok(ms < 250, `${ms.toFixed(0)} ms of CPU`);
+  });
+
+  // shallow but wrong: the field is named and its value described (an array by its size, a long string cut), not echoed
+  const shallow: [string, string, string, RegExp][] = [
+    ['/json', '[1,2,3]', 'body', /got an array of 3 items/],
+    ['/json', `{"domain":[${'[],'.repeat(30)}[]]}`, 'domain', /got an array of 31 items/],
+    ['/json', `{"domain":"api","descriptors":[{"entries":[{"key":"user","value":{"a":1}}]}]}`, 'descriptors[0].entries[0].value', /got an object/],
+    ['/json', `{"domain":"api","descriptors":[{"entries":[{"key":"user","value":"a"}],"limit":{"requestsPerUnit":1,"unit":"${'H'.repeat(300_000)}"}}]}`, 'descriptors[0].limit.unit', /got "H{80}"… \(300000 characters\)/],
+    ['/v1/check', `{"policy":[[1]],"key":"a"}`, 'policy', /got an array of 1 item$/],
+    ['/v1/check', `{"policy":"login","key":"a","cost":"${'9'.repeat(300_000)}"}`, 'cost', /got "9{80}"… \(300000 characters\)/],
+  ];
+  for (const [path, body, field, message] of shallow) {
+    test(`${path} with a wrong ${field} is a 400 naming ${field}, its value described in a short message`, async () => {
       const r = await http(running.httpPort!, 'POST', path, body);
       assert.equal(r.status, 400, r.text.slice(0, 300));
       assert.equal(r.json.field, field);
-      // the message describes the value, it does not echo it
+      assert.match(r.json.error, message);
       assert.ok(r.text.length < 400, `answer of ${r.text.length} bytes`);
-      assert.deepEqual(log.slice(before), [], 'nothing logged (no stack trace)');
     });
   }
 
