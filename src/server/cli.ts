@@ -39,6 +39,9 @@ Options (environment variable used when the flag is absent):
   --denial-cache           answer a just-refused client locally until its retryAfter (Redis)
   --health-check-store     /healthcheck answers 500 while a Redis server (a Cluster master) does not answer
                            (off: 200, the body names it)               REDIS_HEALTH_CHECK_ACTIVE_CONNECTION=true
+  --metrics-max-series N   metric keys made of request values (detailed_metric, value_to_metric) counted
+                           apart; past N new ones count as limit="(overflow)"
+                                                                       RATEKEEPER_METRICS_MAX_SERIES  default: 1000
   --admin-port N           the operators' view: admin API and dashboard (off: none)
                                                                        RATEKEEPER_ADMIN_PORT   default: 6070
   --admin-host HOST        where the admin listener binds              RATEKEEPER_ADMIN_HOST   default: 127.0.0.1
@@ -106,6 +109,7 @@ export function serveOptions(argv: string[], env: NodeJS.ProcessEnv): ServeOptio
         'request-timeout': { type: 'string' }, 'grpc-max-streams': { type: 'string' },
         'response-headers': { type: 'boolean' }, 'shadow-mode': { type: 'boolean' }, 'denial-cache': { type: 'boolean' }, 'health-check-store': { type: 'boolean' },
         'admin-port': { type: 'string' }, 'admin-host': { type: 'string' }, 'admin-token': { type: 'string' },
+        'metrics-max-series': { type: 'string' },
         help: { type: 'boolean', short: 'h' },
       },
     });
@@ -155,6 +159,8 @@ export function serveOptions(argv: string[], env: NodeJS.ProcessEnv): ServeOptio
   if (maxKeys !== undefined) o.maxKeys = maxKeys;
   if (requestTimeout !== undefined) o.requestTimeout = requestTimeout;
   if (grpcMaxStreams !== undefined) o.grpcMaxStreams = grpcMaxStreams;
+  const maxSeries = int(f['metrics-max-series'] ?? set(env.RATEKEEPER_METRICS_MAX_SERIES), '--metrics-max-series', 0);
+  if (maxSeries !== undefined) o.metricsMaxSeries = maxSeries;
   o.adminPort = port(f['admin-port'] ?? set(env.RATEKEEPER_ADMIN_PORT), '--admin-port') ?? 6070;
   const adminHost = f['admin-host'] ?? set(env.RATEKEEPER_ADMIN_HOST);
   if (adminHost !== undefined) o.adminHost = adminHost;

@@ -3,8 +3,8 @@ import type { Decision } from '../core/types.js';
 import { RatekeeperError } from '../core/errors.js';
 import { seconds } from '../http/headers.js';
 import { MAX_AMOUNT } from '../core/rules.js';
-import { MAX_JSON_VALUES, jsonValuesOver } from './jsonScan.js';
-import { BadRequest, requestFromJson, responseToJson, wellFormed, type RlsResponse } from './rls.js';
+import { jsonValuesOver } from './jsonScan.js';
+import { BadRequest, preview, requestFromJson, responseToJson, wellFormed, type RlsResponse } from './rls.js';
 import { MAX_KEY_LENGTH } from '../limiter.js';
 import { policyKey, type RateLimitService } from './service.js';
 import type { Api, Metrics } from './metrics.js';
@@ -143,17 +143,17 @@ export class HttpFront {
         return;
       }
       let body: unknown;
-      const bytes = Buffer.concat(chunks, size);
-      // counted before JSON.parse builds them: a body of 500 000 `{}` cost 140–260 ms to parse (jsonScan.ts)
-      const crowded = jsonValuesOver(bytes);
-      if (crowded !== undefined) {
+      const raw = chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, size);
+      // counted and its depth bounded before JSON.parse builds it: 500 000 `{}` cost 140–260 ms to parse (jsonScan.ts)
+      const problem = jsonValuesOver(raw);
+      if (problem !== undefined) {
         this.options.metrics?.badRequest(api);
-        fail(res, 400, crowded, `has more than ${MAX_JSON_VALUES} JSON values (objects, arrays, members, elements) in the body; a request of at most 1000 descriptors has fewer`);
+        fail(res, 400, problem.field, problem.message);
         finish();
         return;
       }
       try {
-        body = JSON.parse(bytes.toString('utf8'));
+        body = JSON.parse(raw.toString('utf8'));
       } catch (e) {
         this.options.metrics?.badRequest(api);
         fail(res, 400, 'body', `is not JSON: ${(e as Error).message}`);
@@ -197,11 +197,11 @@ export class HttpFront {
     if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new BadRequest('body', 'must be a JSON object { "policy", "key", "cost"? }');
     const b = body as Record<string, unknown>;
     for (const k of Object.keys(b)) if (k !== 'policy' && k !== 'key' && k !== 'cost') throw new BadRequest(k, 'is not a field of a check: { "policy", "key", "cost"? }');
-    if (typeof b.policy !== 'string' || b.policy === '') throw new BadRequest('policy', `must be a non-empty string, got ${JSON.stringify(b.policy)}`);
-    if (typeof b.key !== 'string' || b.key === '') throw new BadRequest('key', `must be a non-empty string, got ${JSON.stringify(b.key)}`);
+    if (typeof b.policy !== 'string' || b.policy === '') throw new BadRequest('policy', `must be a non-empty string, got ${preview(b.policy)}`);
+    if (typeof b.key !== 'string' || b.key === '') throw new BadRequest('key', `must be a non-empty string, got ${preview(b.key)}`);
     if (!wellFormed(b.key)) throw new BadRequest('key', 'has a lone surrogate: it is not a Unicode string (distinct keys would share one counter)');
     const cost = b.cost === undefined ? 1 : b.cost;
-    if (typeof cost !== 'number' || !Number.isFinite(cost) || cost < 0 || cost > MAX_AMOUNT) throw new BadRequest('cost', `must be a finite number from 0 to ${MAX_AMOUNT}, got ${JSON.stringify(b.cost)}`);
+    if (typeof cost !== 'number' || !Number.isFinite(cost) || cost < 0 || cost > MAX_AMOUNT) throw new BadRequest('cost', `must be a finite number from 0 to ${MAX_AMOUNT}, got ${preview(b.cost)}`);
     checkKey(b.policy, b.key, 'key');
     const policy = b.policy;
     const d = this.options.service.checkNow(policy, b.key, cost);
@@ -261,12 +261,19 @@ export class HttpFront {
     }
   }
 
-  /** failed — a call that threw: a 400 naming the field for bad input, else a 500 (logged). */
+  /**
+   * failed — a call that threw: a 400 naming the field for bad input, else a 500 (logged). A RangeError (a stack
+   * overflow, a string or array past V8's size) can only come from the shape of what the client sent — every bound of
+   * the service's own is checked before it — so it is the body's fault: a 400 naming the body, not a stack trace.
+   */
   private failed(res: ServerResponse, api: Api, e: unknown): void {
     const bad = e instanceof BadRequest || (e instanceof RatekeeperError && e.code === 'ERR_ARGUMENT');
     if (bad) {
       this.options.metrics?.badRequest(api);
       fail(res, 400, e instanceof BadRequest ? e.field : 'body', (e as Error).message);
+    } else if (e instanceof RangeError) {
+      this.options.metrics?.badRequest(api);
+      fail(res, 400, 'body', `cannot be processed (${e.message}): too deeply nested or too large`);
     } else {
       this.options.log(`http: ${api} failed: ${(e as Error)?.stack ?? String(e)}`);
       fail(res, 500, 'server', (e as Error)?.message ?? String(e));

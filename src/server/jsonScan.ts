@@ -4,8 +4,10 @@
  * of zeros 100–240 ms, before the service could see that a request has at most 1000 descriptors. The scan counts
  * `{`, `[` and `,` outside strings (so every object, array, member after the first and element after the first) and
  * stops past the bound: a body of more than MAX_JSON_VALUES of them is refused (400) unparsed, naming the top-level
- * member it was passed in (`descriptors`). A long string
- * is skipped with Buffer.indexOf (native), so a legitimate body of long values costs little more than a memchr.
+ * member it was passed in (`descriptors`). The same pass bounds the nesting (MAX_DEPTH): a body of arrays nested
+ * 200 000 deep cost ~120 ms of CPU to parse only to be refused, and its error message once overflowed the stack. A
+ * long string is skipped with Buffer.indexOf (native), so a legitimate body of long values costs little more than a
+ * memchr.
  */
 
 import { MAX_FIELDS } from './rlsWire.js';
@@ -15,6 +17,18 @@ import { MAX_FIELDS } from './rlsWire.js';
  * descriptors of 8 entries with their own limit and hits_addend has about 30 000). A /v1/check body has 3.
  */
 export const MAX_JSON_VALUES = MAX_FIELDS;
+
+/**
+ * MAX_DEPTH — the deepest nesting of arrays and objects a body may have. A RateLimitRequest is 4 deep (request →
+ * descriptors → descriptor → entries → entry) and a /v1/check body 1.
+ */
+export const MAX_DEPTH = 32;
+
+/** JsonProblem — why a body is refused before it is parsed: the field to name, and what is wrong with it. */
+export interface JsonProblem {
+  field: string;
+  message: string;
+}
 
 /** SHORT — bytes of a string read one by one before Buffer.indexOf takes over (a native call costs ~100 ns). */
 const SHORT = 32;
@@ -28,10 +42,10 @@ const BRACKET = 0x5b;
 
 /**
  * jsonValuesOver — undefined when `bytes` (JSON, or anything: the parser judges the rest) has at most `max` of `{`,
- * `[` and `,` outside strings; else the field to name: the top-level member the bound was passed in (`descriptors`),
- * or `body`. Linear; stops at the first one past `max`.
+ * `[` and `,` outside strings and nests at most `maxDepth` deep; else the problem, naming the top-level member the
+ * count was passed in (`descriptors`), or `body` (and `body` for the depth). Linear; stops at the first bound passed.
  */
-export function jsonValuesOver(bytes: Buffer, max: number = MAX_JSON_VALUES): string | undefined {
+export function jsonValuesOver(bytes: Buffer, max: number = MAX_JSON_VALUES, maxDepth: number = MAX_DEPTH): JsonProblem | undefined {
   let n = 0;
   let depth = 0;
   /** member — where the last string at depth 1 starts and ends (inside a member's value, that member's key). */
@@ -67,8 +81,11 @@ export function jsonValuesOver(bytes: Buffer, max: number = MAX_JSON_VALUES): st
       }
       i = j;
     } else if (c === COMMA || c === BRACE || c === BRACKET) {
-      if (c !== COMMA) depth++;
-      if (++n > max) return depth > 1 && memberStart >= 0 ? bytes.toString('utf8', memberStart, Math.min(memberEnd, memberStart + 64)) : 'body';
+      if (c !== COMMA && ++depth > maxDepth) return { field: 'body', message: `is nested deeper than ${maxDepth} arrays and objects` };
+      if (++n > max) {
+        const field = depth > 1 && memberStart >= 0 ? bytes.toString('utf8', memberStart, Math.min(memberEnd, memberStart + 64)) : 'body';
+        return { field, message: `has more than ${max} JSON values (objects, arrays, members, elements) in the body; a request of at most 1000 descriptors has fewer` };
+      }
     } else if (c === CLOSE_BRACE || c === CLOSE_BRACKET) {
       depth--;
     }

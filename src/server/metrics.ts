@@ -10,10 +10,32 @@ const NEAR = 0.8;
 /** Api — the front end a call came through, for the latency histogram. */
 export type Api = 'grpc' | 'json' | 'check';
 
+/** MetricsOptions — what the registry holds. */
+export interface MetricsOptions {
+  /** defaultMetrics — Node's process metrics (`process_*`, `nodejs_*`). @default true */
+  defaultMetrics?: boolean;
+  /**
+   * maxSeries — the most distinct `limit` label values made of a request's descriptor values (the metric keys of
+   * `detailed_metric` and `value_to_metric` limits). Past it, every new one is counted under `limit="(overflow)"`,
+   * once logged and counted in `ratekeeper_metric_series_overflow_total`. Label values from the configuration
+   * (config paths, policy names, rule names) do not count: the configuration bounds them. @default 1000
+   */
+  maxSeries?: number;
+  /** log — where the first overflow is said. @default nothing */
+  log?: (line: string) => void;
+}
+
+/** OVERFLOW — the `limit` label of request-made metric keys past MetricsOptions.maxSeries. */
+export const OVERFLOW = '(overflow)';
+
+/** RuleChildren — one rule's counter children by outcome, for one (domain, limit). */
+type RuleChildren = { rule: string; children: Map<Outcome, { inc(n: number): void }> };
+
 /**
  * Metrics — the service's Prometheus metrics (prom-client, own registry). Label values come from the configuration
  * (domain, the limit's metric key, rule name), never from what a client sends — except where a limit's
- * `detailed_metric` or `value_to_metric` asks for descriptor values in its metric key.
+ * `detailed_metric` or `value_to_metric` asks for descriptor values in its metric key, and those under a cap
+ * (`maxSeries`).
  */
 export class Metrics {
   readonly registry = new Registry();
@@ -27,9 +49,20 @@ export class Metrics {
    * children — counter children by domain, limit, rule position and outcome (prom-client's labels() hashes its labels
    * on every call; these lookups do not build a string).
    */
-  private readonly children = new Map<string, Map<string, { rule: string; children: Map<Outcome, { inc(n: number): void }> }[]>>();
+  private readonly children = new Map<string, Map<string, RuleChildren[]>>();
+  /** maxSeries — see MetricsOptions; requestSeries — request-made limit label values in `children` (<= maxSeries). */
+  readonly maxSeries: number;
+  private requestSeries = 0;
+  /** overflowed — the first overflow was logged. */
+  private overflowed = false;
+  private readonly overflows: Counter;
+  private readonly log: ((line: string) => void) | undefined;
 
-  constructor(options: { defaultMetrics?: boolean } = {}) {
+  constructor(options: MetricsOptions = {}) {
+    const max = options.maxSeries ?? 1000;
+    if (!Number.isSafeInteger(max) || max < 0) throw new RangeError(`metrics maxSeries must be an integer >= 0, got ${max}`);
+    this.maxSeries = max;
+    this.log = options.log;
     const registers = [this.registry];
     this.decisions = new Counter({
       name: 'ratekeeper_decisions_total', help: 'Hits decided, by domain (or "policy"), limit, rule and outcome (hits_addend and cost count)',
@@ -43,15 +76,21 @@ export class Metrics {
       labelNames: ['api', 'code'] as const, buckets: [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1], registers,
     });
     this.badRequests = new Counter({ name: 'ratekeeper_bad_requests_total', help: 'Calls refused as malformed (400, INVALID_ARGUMENT)', labelNames: ['api'] as const, registers });
+    this.overflows = new Counter({
+      name: 'ratekeeper_metric_series_overflow_total',
+      help: `Decisions counted under limit="${OVERFLOW}": their metric key, made of request values (detailed_metric, value_to_metric), would have been a new series past the cap (--metrics-max-series)`,
+      registers,
+    });
     for (const o of ['success', 'error'] as const) this.configLoads.labels(o);
     if (options.defaultMetrics !== false) collectDefaultMetrics({ register: this.registry });
   }
 
   /**
    * decision — counts one decision's hits per rule. `rule`, when given, is the rule label of every rule instead of
-   * its name (a request's own limit: its name holds the client's requests_per_unit).
+   * its name (a request's own limit: its name holds the client's requests_per_unit). `fromRequest` — `limit` holds
+   * request values (detailed_metric, value_to_metric): it counts against maxSeries.
    */
-  decision(domain: string, limit: string, d: Decision, cost: number, rule?: string): void {
+  decision(domain: string, limit: string, d: Decision, cost: number, rule?: string, fromRequest = false): void {
     let byDomain = this.children.get(domain);
     if (byDomain === undefined) {
       byDomain = new Map();
@@ -60,8 +99,15 @@ export class Metrics {
     // per limit: per rule (by position), per outcome, the counter child; rules keep their names for a limit's life
     let byRule = byDomain.get(limit);
     if (byRule === undefined) {
-      byRule = [];
-      byDomain.set(limit, byRule);
+      if (fromRequest && !this.admit()) {
+        limit = OVERFLOW;
+        this.overflows.inc();
+        byRule = byDomain.get(OVERFLOW);
+      }
+      if (byRule === undefined) {
+        byRule = [];
+        byDomain.set(limit, byRule);
+      }
     }
     const n = cost > 0 ? cost : 1;
     if (d.reason === 'store-unavailable' || d.fallback === true) this.storeErrors.inc();
@@ -84,8 +130,31 @@ export class Metrics {
    * refused — counts the hits of a limit that refuses every hit (`requests_per_unit: 0`: no rule, nothing decided by
    * the store) as `over_limit`, or `shadow_mode` when it is not enforced.
    */
-  refused(domain: string, limit: string, rule: string, cost: number, shadow: boolean): void {
+  refused(domain: string, limit: string, rule: string, cost: number, shadow: boolean, fromRequest = false): void {
+    if (fromRequest && this.children.get(domain)?.has(limit) !== true) {
+      if (this.admit()) {
+        let byDomain = this.children.get(domain);
+        if (byDomain === undefined) this.children.set(domain, (byDomain = new Map()));
+        byDomain.set(limit, []);
+      } else {
+        limit = OVERFLOW;
+        this.overflows.inc();
+      }
+    }
     this.decisions.labels(domain, limit, rule, shadow ? 'shadow_mode' : 'over_limit').inc(cost > 0 ? cost : 1);
+  }
+
+  /** admit — whether one more request-made limit label value fits under maxSeries (counted if so); logs the first refusal. */
+  private admit(): boolean {
+    if (this.requestSeries < this.maxSeries) {
+      this.requestSeries++;
+      return true;
+    }
+    if (!this.overflowed) {
+      this.overflowed = true;
+      this.log?.(`ratekeeper: metrics: ${this.maxSeries} metric keys made of request values (detailed_metric, value_to_metric) are counted; new ones are counted under limit="${OVERFLOW}" (--metrics-max-series; ratekeeper_metric_series_overflow_total counts them)`);
+    }
+    return false;
   }
 
   /** configLoaded — a load's result (a rejected reload counts as an error; the old configuration keeps serving). */

@@ -22,7 +22,7 @@ export interface RlsDescriptor {
   entries?: RlsEntry[];
   /** limit — the request's own limit for this descriptor, replacing the configured one. */
   limit?: { requests_per_unit?: number; unit?: RlsUnit | number } | null;
-  /** hits_addend — google.protobuf.UInt64Value: what this descriptor's hit costs (unset or 0: the request's). */
+  /** hits_addend — google.protobuf.UInt64Value: what this descriptor's hit costs, as is when set (0: looked at, not charged); unset: the request's. */
   hits_addend?: { value?: number | string } | null;
 }
 
@@ -100,13 +100,30 @@ function pick(o: Record<string, unknown>, json: string, proto: string): unknown 
   return o[json] !== undefined ? o[json] : o[proto];
 }
 
+/** PREVIEW — the most characters of a client's string quoted back in an error message. */
+const PREVIEW = 80;
+
+/**
+ * preview — a client's JSON value as an error message shows it, in bounded time and size and without recursion: a
+ * string quoted (cut at PREVIEW characters, the cut marked `…`), a number, boolean or null as written, an array or an
+ * object by its kind and size. (JSON.stringify of a body nested 200 000 deep throws a RangeError, and of a 4 MB one
+ * copies it only to be cut.)
+ */
+export function preview(v: unknown): string {
+  if (typeof v === 'string') return v.length <= PREVIEW ? JSON.stringify(v) : `${JSON.stringify(v.slice(0, PREVIEW))}… (${v.length} characters)`;
+  if (v === null || typeof v === 'number' || typeof v === 'boolean' || v === undefined) return String(v);
+  if (Array.isArray(v)) return `an array of ${v.length} item${v.length === 1 ? '' : 's'}`;
+  if (typeof v === 'object') return 'an object';
+  return typeof v;
+}
+
 function isObject(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
 function str(v: unknown, field: string): string {
   if (v === undefined || v === null) return '';
-  if (typeof v !== 'string') throw new BadRequest(field, `must be a string, got ${JSON.stringify(v)}`);
+  if (typeof v !== 'string') throw new BadRequest(field, `must be a string, got ${preview(v)}`);
   return v;
 }
 
@@ -115,7 +132,7 @@ function uint(v: unknown, field: string, max: number): number {
   if (v === undefined || v === null) return 0;
   const n = typeof v === 'string' && /^\d+$/.test(v) ? Number(v) : v;
   if (typeof n !== 'number' || !Number.isInteger(n) || n < 0 || n > max) {
-    throw new BadRequest(field, `must be an integer from 0 to ${max}, got ${JSON.stringify(v)}`);
+    throw new BadRequest(field, `must be an integer from 0 to ${max}, got ${preview(v)}`);
   }
   return n;
 }
@@ -124,7 +141,7 @@ function unit(v: unknown, field: string): RlsUnit {
   if (v === undefined || v === null) return 'UNKNOWN';
   if (typeof v === 'number' && UNITS[v] !== undefined) return UNITS[v];
   if (typeof v === 'string' && (UNITS as readonly string[]).includes(v)) return v as RlsUnit;
-  throw new BadRequest(field, `must be one of ${UNITS.join(', ')}, got ${JSON.stringify(v)}`);
+  throw new BadRequest(field, `must be one of ${UNITS.join(', ')}, got ${preview(v)}`);
 }
 
 /** REQUEST_FIELDS, DESCRIPTOR_FIELDS — the JSON names (and proto names) of the messages' fields. */
@@ -137,7 +154,7 @@ const NOT_WELL_FORMED = 'has a lone surrogate: it is not a Unicode string (disti
 
 /** requestFromJson — a RateLimitRequest from its proto3 JSON form (camelCase or proto field names). */
 export function requestFromJson(body: unknown): RlsRequest {
-  if (!isObject(body)) throw new BadRequest('body', `must be a JSON object (a RateLimitRequest), got ${JSON.stringify(body)?.slice(0, 80)}`);
+  if (!isObject(body)) throw new BadRequest('body', `must be a JSON object (a RateLimitRequest), got ${preview(body)}`);
   for (const k in body) if (!REQUEST_FIELDS.has(k)) throw new BadRequest(k, 'is not a field of RateLimitRequest');
   const domain = str(body.domain, 'domain');
   if (!wellFormed(domain)) throw new BadRequest('domain', NOT_WELL_FORMED);

@@ -61,6 +61,11 @@ export interface ServeOptions {
   adminHost?: string;
   /** adminToken — the admin API's bearer token. @default process.env.RATEKEEPER_ADMIN_TOKEN */
   adminToken?: string;
+  /**
+   * metricsMaxSeries — the most `limit` label values made of request values (detailed_metric, value_to_metric);
+   * past it they are counted under `limit="(overflow)"`. @default 1000
+   */
+  metricsMaxSeries?: number;
   log?: (line: string) => void;
 }
 
@@ -82,7 +87,7 @@ export interface Running {
 export async function startService(options: ServeOptions): Promise<Running> {
   const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
   const host = options.host ?? '127.0.0.1';
-  const metrics = new Metrics();
+  const metrics = new Metrics({ maxSeries: options.metricsMaxSeries, log });
   const cfg = await loadConfig(options.config).catch((e: unknown) => {
     metrics.configLoaded(false);
     throw e;

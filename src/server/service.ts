@@ -8,7 +8,7 @@ import { MemoryStore } from '../stores/memory.js';
 import type { Store } from '../stores/types.js';
 import { LimitFieldWriter, policyField, seconds } from '../http/headers.js';
 import type { LimitSpec, Match, NativePolicy, RequestOverride, ServiceConfig } from './config/types.js';
-import { BadRequest, UNIT_MS, checkDescriptorCount, duration, type RlsDescriptor, type RlsRequest, type RlsResponse, type RlsStatus, type RlsUnit } from './rls.js';
+import { BadRequest, UNIT_MS, checkDescriptorCount, duration, preview, type RlsDescriptor, type RlsRequest, type RlsResponse, type RlsStatus, type RlsUnit } from './rls.js';
 import type { Metrics } from './metrics.js';
 
 /** ServiceOptions — what the service decides with. */
@@ -42,11 +42,27 @@ interface Runtime {
   fingerprint: string;
 }
 
-/** MAX_OVERRIDES — request-supplied limits (descriptor.limit) kept as limiters at once; past it the oldest is dropped. */
-const MAX_OVERRIDES = 1024;
+/**
+ * MAX_OVERRIDES — distinct request-supplied limits (descriptor.limit: one per domain, requests_per_unit and unit)
+ * kept as limiters at once. Past it, one not in use makes room; when every one is in use, a new one is refused
+ * (INVALID_ARGUMENT / 400 naming descriptors[i].limit) — never evicted, so no client of an override in use is
+ * forgiven. Each is a table of the store bounded by its maxKeys: at most MAX_OVERRIDES × maxKeys clients in all.
+ */
+export const MAX_OVERRIDES = 256;
+/**
+ * OVERRIDE_SLACK — ms past the end of its last window before an override is idle: the limiter's clock (monotonic,
+ * or Redis TIME) may run a little behind the wall clock the service reads here.
+ */
+const OVERRIDE_SLACK = 1000;
 const MAX_UINT32 = 0xffffffff;
 /** NEAR_LIMIT_RATIO — envoy's: a hit past this share of the limit counts as near the limit in the metrics. */
 export const NEAR_LIMIT_RATIO = 0.8;
+
+/** OverrideRuntime — a request-supplied limit's runtime: its window (ms, one fixed window of its unit) and its last check (ms). */
+interface OverrideRuntime extends Runtime {
+  per: number;
+  lastUsed: number;
+}
 
 /** Plan — a request's descriptors: the statuses answered already, and the items still to decide. */
 interface Plan {
@@ -71,6 +87,8 @@ interface Item {
   spec: LimitSpec | undefined;
   report: { name?: string; requests_per_unit: number; unit: RlsUnit };
   metricKey: string;
+  /** fromRequest — metricKey holds request values (detailed_metric, value_to_metric): it counts against the metrics' series cap. */
+  fromRequest: boolean;
   /** own — the request's own limit (descriptor.limit), not a configured one. */
   own: boolean;
 }
@@ -81,6 +99,7 @@ interface Denied {
   name: string | undefined;
   spec: LimitSpec;
   metricKey: string;
+  fromRequest: boolean;
   cost: number;
   shadow: boolean;
 }
@@ -103,8 +122,10 @@ export class RateLimitService {
   /** limits — by LimitSpec id; policies — by native policy name. Rebuilt on every config, reusing same-fingerprint limiters. */
   private limits = new Map<string, Runtime>();
   private policies = new Map<string, Runtime>();
-  /** overrides — limiters for request-supplied limits, by their LimitSpec id; insertion order is age, at most MAX_OVERRIDES. */
-  private readonly overrides = new Map<string, Runtime>();
+  /** overrides — limiters for request-supplied limits, by their LimitSpec id; at most MAX_OVERRIDES. */
+  private readonly overrides = new Map<string, OverrideRuntime>();
+  /** overridesBusyUntil — ms (wall clock) before which no override can be idle: every one was in use at the last look. */
+  private overridesBusyUntil = 0;
 
   /** sync — the store answers synchronously (the memory store): decisions are made without a promise per descriptor. */
   private readonly sync: boolean;
@@ -289,6 +310,9 @@ export class RateLimitService {
     for (let i = 0; i < descriptors.length; i++) {
       const d = descriptors[i];
       const entries = d.entries ?? [];
+      // the key cap before any matching: a 3 MB value was walked against every wildcard of its key first
+      const least = leastKeyLength(domain, entries);
+      if (least > MAX_KEY_LENGTH) throw keyTooLong(i, least);
       const cost = hits(d, base, i);
       const own = d.limit !== undefined && d.limit !== null;
       let m: Match | undefined;
@@ -309,20 +333,27 @@ export class RateLimitService {
         continue;
       }
       if (spec.denyAll) {
+        // hits_addend 0 only looks, and a look at a requests_per_unit: 0 limit is within it (0 + 0 <= 0), as in envoy
+        if (cost === 0) {
+          statuses[i] = { code: 'OK', current_limit: reportOf(spec), limit_remaining: 0, duration_until_reset: duration(windowLeft(spec, this.options.clock?.now() ?? Date.now())) };
+          continue;
+        }
         // requests_per_unit 0: every hit is over (envoy's "black list"); not charged, so nothing to decide
         const shadow = spec.shadowMode || this.options.shadowMode === true;
-        (denied ??= []).push({ index: i, name: spec.name, spec, metricKey: m.metricKey, cost, shadow });
+        (denied ??= []).push({ index: i, name: spec.name, spec, metricKey: m.metricKey, fromRequest: m.metricKey !== spec.path, cost, shadow });
         statuses[i] = { code: shadow ? 'OK' : 'OVER_LIMIT', current_limit: reportOf(spec), limit_remaining: 0, duration_until_reset: duration(windowLeft(spec, this.options.clock?.now() ?? Date.now())) };
         continue;
       }
-      const rt = own ? this.overrideRuntime(spec) : this.limits.get(spec.id);
+      const rt = own ? this.overrideRuntime(spec, i) : this.limits.get(spec.id);
       if (rt === undefined) {
         statuses[i] = { code: 'OK', limit_remaining: 0 };
         continue;
       }
-      if (m.key.length > MAX_KEY_LENGTH) throw new BadRequest(`descriptors[${i}].entries`, `make a key of ${m.key.length} characters; at most ${MAX_KEY_LENGTH} are accepted`);
+      // escaping (`%XX`) can lengthen a key under the cap as sent past it
+      if (m.key.length > MAX_KEY_LENGTH) throw keyTooLong(i, m.key.length);
       total += cost;
-      items.push({ index: i, limiter: rt.limiter, rt, key: m.key, cost, spec, report: reportOf(spec), metricKey: m.metricKey, own });
+      // a metric key other than the config path holds request values (a config path never does)
+      items.push({ index: i, limiter: rt.limiter, rt, key: m.key, cost, spec, report: reportOf(spec), metricKey: m.metricKey, fromRequest: m.metricKey !== spec.path, own });
     }
     if (total > MAX_AMOUNT) checkTotals(items);
     let live = items;
@@ -341,7 +372,7 @@ export class RateLimitService {
     if (metrics !== undefined && denied !== undefined) {
       for (const x of denied) {
         if (x.name !== undefined && replacing?.has(x.name) === true) continue;
-        metrics.refused(domain, x.metricKey, x.name ?? denyRuleName(x.spec), x.cost, x.shadow);
+        metrics.refused(domain, x.metricKey, x.name ?? denyRuleName(x.spec), x.cost, x.shadow, x.fromRequest);
       }
     }
     return { domain, statuses, live, refused };
@@ -366,7 +397,7 @@ export class RateLimitService {
         limit_remaining: over ? 0 : remainingOf(dec),
         duration_until_reset: duration(over ? finite(dec.retryAfter, dec.resetAfter) : dec.resetAfter),
       };
-      this.options.metrics?.decision(plan.domain, it.metricKey, dec, it.cost, it.own ? OVERRIDE_RULE : undefined);
+      this.options.metrics?.decision(plan.domain, it.metricKey, dec, it.cost, it.own ? OVERRIDE_RULE : undefined, it.fromRequest);
     }
     const response: RlsResponse = { overall_code: overall, statuses, response_headers_to_add: [] };
     if (this.options.responseHeaders === true) {
@@ -376,34 +407,90 @@ export class RateLimitService {
     return response;
   }
 
-  /** overrideRuntime — the limiter of a request-supplied limit (shared by every descriptor with the same limit). */
-  private overrideRuntime(spec: LimitSpec): Runtime {
+  /**
+   * overrideRuntime — the limiter of a request-supplied limit (shared by every descriptor with the same limit: the
+   * key tells the clients apart). A new one past MAX_OVERRIDES takes the place of an idle one, or is refused: an
+   * override is in use while the fixed window of its last check lasts (a client of it may not be fresh yet), and is
+   * never evicted then. Override limiters are not observed (the operators' view lists configured limits only).
+   */
+  private overrideRuntime(spec: LimitSpec, i: number): Runtime {
+    const now = this.options.clock?.now() ?? Date.now();
     let rt = this.overrides.get(spec.id);
-    if (rt === undefined || rt.fingerprint !== spec.fingerprint) {
-      if (rt !== undefined) this.retire(rt);
-      if (this.overrides.size >= MAX_OVERRIDES) {
-        const oldest = this.overrides.keys().next().value as string;
-        this.retire(this.overrides.get(oldest)!);
-        this.overrides.delete(oldest);
-      }
-      rt = this.runtime(spec.rules, false, spec.fingerprint);
-      this.overrides.set(spec.id, rt);
+    if (rt !== undefined && rt.fingerprint === spec.fingerprint) {
+      rt.lastUsed = now;
+      return rt;
     }
+    if (rt !== undefined) {
+      this.retire(rt);
+      this.overrides.delete(spec.id);
+    }
+    if (this.overrides.size >= MAX_OVERRIDES && !this.evictIdleOverride(now)) {
+      throw new BadRequest(`descriptors[${i}].limit`, `is one more distinct request limit than the ${MAX_OVERRIDES} in use; at most ${MAX_OVERRIDES} are kept at once (one in use stays until its window ends)`);
+    }
+    const limiter = new Limiter({ rules: [...spec.rules], store: this.store, dryRun: this.options.shadowMode === true, denialCache: this.options.denialCache === true });
+    rt = {
+      limiter, fingerprint: spec.fingerprint, policyField: policyField(limiter.policy.rules, undefined), writer: new LimitFieldWriter(limiter.policy.rules),
+      per: spec.rules[0].per, lastUsed: now,
+    };
+    this.overrides.set(spec.id, rt);
     return rt;
   }
+
+  /**
+   * evictIdleOverride — retires one override whose last window ended (OVERRIDE_SLACK ago): every client of it is
+   * back to fresh. False when there is none; then none can be before the soonest end seen, and until then a new
+   * override is refused without looking again (a flood of new values costs one scan per window end, not per request).
+   */
+  private evictIdleOverride(now: number): boolean {
+    if (now < this.overridesBusyUntil) return false;
+    let soonest = Infinity;
+    for (const [id, rt] of this.overrides) {
+      const idleAt = (Math.floor(rt.lastUsed / rt.per) + 1) * rt.per + OVERRIDE_SLACK;
+      if (idleAt <= now) {
+        this.retire(rt);
+        this.overrides.delete(id);
+        return true;
+      }
+      if (idleAt < soonest) soonest = idleAt;
+    }
+    this.overridesBusyUntil = soonest;
+    return false;
+  }
+}
+
+/**
+ * leastKeyLength — the fewest characters the store key of a descriptor can have: the domain, `:`, and every entry's
+ * key, `=` and value, joined by `&` — the key ({@link descriptorKey}) before its escapes, which only lengthen it. So a
+ * descriptor past MAX_KEY_LENGTH here would make a key past it too, and is refused before it is matched, while every
+ * key under the cap passes as before. The cap bounds the sum of a descriptor's entries (with the domain), not each
+ * entry alone.
+ */
+function leastKeyLength(domain: string, entries: readonly { key: string; value: string }[]): number {
+  let n = domain.length + 2 * entries.length;
+  for (let j = 0; j < entries.length; j++) n += entries[j].key.length + entries[j].value.length;
+  return n;
+}
+
+/** keyTooLong — the BadRequest of a descriptor whose key would have `n` characters (before escapes, for a count made before matching). */
+function keyTooLong(i: number, n: number): BadRequest {
+  return new BadRequest(`descriptors[${i}].entries`, `make a key of ${n} characters; at most ${MAX_KEY_LENGTH} are accepted (the domain and every entry's key and value)`);
 }
 
 function toCheck(it: Item): CheckAllItem {
   return { limiter: it.limiter, key: it.key, cost: it.cost };
 }
 
-/** hits — a descriptor's cost: its own hits_addend when set and > 0, else the request's (0 or unset: 1). */
+/**
+ * hits — a descriptor's cost, as envoyproxy/ratelimit's GetHitsAddends: its own hits_addend as is when set — 0 too,
+ * "check without charging" — else the request's (`base`: 0 or unset there means 1). A google.protobuf.UInt64Value
+ * set to 0 is sent as an empty message, which proto-loader decodes as `{}` (no `value`): set, and 0.
+ */
 function hits(d: RlsDescriptor, base: number, i: number): number {
   const h = d.hits_addend;
   if (h === undefined || h === null) return base;
   const v = typeof h.value === 'string' ? Number(h.value) : h.value ?? 0;
-  if (!Number.isSafeInteger(v) || v < 0 || v > MAX_AMOUNT) throw new BadRequest(`descriptors[${i}].hits_addend`, `must be an integer from 0 to ${MAX_AMOUNT}, got ${JSON.stringify(h.value)}`);
-  return v > 0 ? v : base;
+  if (!Number.isSafeInteger(v) || v < 0 || v > MAX_AMOUNT) throw new BadRequest(`descriptors[${i}].hits_addend`, `must be an integer from 0 to ${MAX_AMOUNT}, got ${preview(h.value)}`);
+  return v;
 }
 
 /**

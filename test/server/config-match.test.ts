@@ -563,7 +563,7 @@ descriptors:
     assert.deepEqual(o.limit.report, { requestsPerUnit: 42, unit: 'HOUR' });
     assert.equal(o.limit.shadowMode, false);
     assert.equal(o.key, 'd:k=v&sub=x');
-    assert.equal(o.metricKey, 'k.sub', 'keys only: values come from clients');
+    assert.equal(o.metricKey, 'override', 'nothing of the request: its keys and values come from clients (issue 15)');
     assert.equal(c.override('d', entries('k=w'), { requestsPerUnit: 42, unit: 3 })!.limit, o.limit, 'one LimitSpec per override');
     assert.equal(c.override('d', entries('k=w'), { requestsPerUnit: 0, unit: 'SECOND' })!.limit.denyAll, true);
     assert.equal(c.override('nope', entries('k=v'), { requestsPerUnit: 1, unit: 'SECOND' }), undefined);

@@ -9,7 +9,7 @@ import { describe, test } from 'node:test';
 import { MemoryStore } from '../../src/stores/memory.js';
 import { RedisStore } from '../../src/stores/redis/index.js';
 import type { Store } from '../../src/stores/types.js';
-import { RateLimitService } from '../../src/server/service.js';
+import { MAX_OVERRIDES, RateLimitService } from '../../src/server/service.js';
 import { MAX_DESCRIPTORS, type RlsRequest, type RlsResponse } from '../../src/server/rls.js';
 import { uniquePrefix, useCluster, useRedis } from '../support/redis-suite.js';
 import { configFrom } from './support.js';
@@ -263,20 +263,32 @@ describe('service decisions on a 3-master Redis Cluster', () => {
 
 test('a reload that changes a limit\'s rules frees the old limiter\'s table on the memory store (no growth across reloads)', async () => {
   const store = new MemoryStore();
-  const service = new RateLimitService({ store });
+  let now = Date.now();
+  const service = new RateLimitService({ store, clock: { now: () => now } });
   const tables = (): number => (store as unknown as { tables: Map<unknown, unknown> }).tables.size;
   for (let i = 1; i <= 5; i++) {
     service.setConfig(await configFrom(`domain: d\ndescriptors:\n  - key: user\n    rate_limit: { unit: minute, requests_per_unit: ${i} }\npolicies:\n  p: { rules: '${i}/s' }\n`));
     await service.shouldRateLimit({ domain: 'd', descriptors: [{ entries: [{ key: 'user', value: 'u' }] }] });
   }
   assert.equal(tables(), 2, 'one table per live limit or policy');
-  // request-supplied limits: each distinct one is a limiter; they are bounded and freed when dropped
+  // request-supplied limits: each distinct one is a limiter; they are bounded (MAX_OVERRIDES: past it, while every one
+  // is in use, a new one is refused) and freed when dropped (an idle one makes room for a new one)
   const config = await configFrom('domain: d\ndescriptors:\n  - key: user\n    rate_limit: { unit: minute, requests_per_unit: 1 }\n');
   service.setConfig(config);
-  for (let rpu = 1; rpu <= 1100; rpu++) {
-    await service.shouldRateLimit({ domain: 'd', descriptors: [{ entries: [{ key: 'user', value: 'u' }], limit: { requests_per_unit: rpu, unit: 'MINUTE' } }] });
+  let refused = 0;
+  for (let round = 0; round < 2; round++) {
+    for (let rpu = 1; rpu <= 1100; rpu++) {
+      await service.shouldRateLimit({ domain: 'd', descriptors: [{ entries: [{ key: 'user', value: 'u' }], limit: { requests_per_unit: rpu + round * 1100, unit: 'MINUTE' } }] })
+        .catch((e: Error & { field?: string }) => {
+          assert.equal(e.field, 'descriptors[0].limit');
+          refused++;
+        });
+    }
+    assert.ok(tables() <= 1 + MAX_OVERRIDES, `tables: ${tables()}`);
+    // a minute (and the slack) later every one of them is idle: the next round's take their places, their tables freed
+    now += 62_000;
   }
-  assert.ok(tables() <= 1 + 1024, `tables: ${tables()}`);
+  assert.equal(refused, 2 * (1100 - MAX_OVERRIDES));
 });
 
 test('--shadow-mode refuses nothing: a requests_per_unit: 0 limit is OK too (counted, not enforced)', async () => {

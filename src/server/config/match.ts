@@ -242,9 +242,9 @@ export class Config implements ServiceConfig {
       });
       this.overrides.set(cacheKey, spec);
     }
-    let metricKey = '';
-    for (let i = 0; i < entries.length; i++) metricKey += i === 0 ? entries[i].key : `.${entries[i].key}`;
-    return { limit: spec, key: descriptorKey(domain, entries), metricKey };
+    // the metric key is the spec's path (`override`), never the request's keys or values: 100 000 distinct entry
+    // keys made 100 000 series (/metrics 30.9 MB, a scrape of 3.7 s that stalled checks)
+    return { limit: spec, key: descriptorKey(domain, entries), metricKey: spec.path };
   }
 }
 

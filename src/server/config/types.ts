@@ -109,8 +109,8 @@ export interface ServiceConfig {
   /**
    * override — a descriptor that carries its own `limit`: envoy's GetLimit answers it with that limit (a fixed window
    * of `unit`) whatever the config says, as long as the domain is known; undefined when it is not. The LimitSpec is
-   * shared by every descriptor with the same override (the key tells the clients apart); its metricKey is the
-   * request's keys only (`key1.subkey1`), never its values. Throws a RatekeeperError (ERR_ARGUMENT) naming the field
+   * shared by every descriptor with the same override (the key tells the clients apart); its metricKey is
+   * `override` (its path), nothing of the request's. Throws a RatekeeperError (ERR_ARGUMENT) naming the field
    * for a unit that is not one or a requestsPerUnit that is not a uint32.
    */
   override(domain: string, entries: readonly { key: string; value: string }[], limit: RequestOverride): Match | undefined;
