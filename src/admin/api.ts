@@ -7,8 +7,20 @@ import { BadInput } from './http.js';
 /** LISTING_AGE — ms a limiter may reuse its listing of a shared store's blocks and exemptions for the API (a dashboard polls). */
 const LISTING_AGE = 1000;
 
-/** Named — the limiters the API works on: name → limiter, as the options' `limiters` gives them now. */
-export type Named = [name: string, limiter: Limiter][];
+/**
+ * KeyOf — how a key typed by an operator is read for one limiter (`10.0.0.1` → `remote_address=10.0.0.1`); without
+ * one, the key is taken as it is.
+ */
+export type KeyOf = (key: string) => string;
+
+/** Named — the limiters the API works on: name → limiter (and its KeyOf), as the options' `limiters` gives them now. */
+export type Named = (readonly [name: string, limiter: Limiter] | readonly [name: string, limiter: Limiter, keyOf: KeyOf | undefined])[];
+
+/** keyIn — `key` as limiter `n` reads it. */
+function keyIn(n: Named[number], key: string): string {
+  const f = n[2];
+  return f === undefined ? key : f(key);
+}
 
 /** pick — the limiters named by `?limiter=` (or the body's `limiter`), or all of them; an unknown name is bad input. */
 export function pick(all: Named, name: unknown): Named {
@@ -51,9 +63,11 @@ export async function top(limiters: Named, params: URLSearchParams): Promise<unk
 
 /** inspect — GET /admin/keys/:key: the key in every limiter picked. */
 export async function inspect(limiters: Named, key: string): Promise<unknown> {
-  const list = await Promise.all(limiters.map(async ([name, l]) => {
-    const i = await argument('key', () => l.inspect(key));
-    return { limiter: name, decision: i.decision, override: i.override ?? null, observed: i.observed ?? null };
+  const list = await Promise.all(limiters.map(async (n) => {
+    const [name, l] = n;
+    const k = keyIn(n, key);
+    const i = await argument('key', () => l.inspect(k));
+    return { limiter: name, key: k, decision: i.decision, override: i.override ?? null, observed: i.observed ?? null };
   }));
   return { key, limiters: list };
 }
@@ -75,9 +89,9 @@ export interface Change {
 }
 
 /** FIELDS — what each POST body may hold (anything else is named in a 400). */
-const FIELDS = { block: new Set(['key', 'for', 'reason', 'limiter']), exempt: new Set(['key', 'for', 'limiter']) };
+const FIELDS = { block: new Set(['key', 'for', 'reason', 'limiter']), exempt: new Set(['key', 'for', 'reason', 'limiter']) };
 
-/** add — POST /admin/blocks or /admin/exemptions: `{ key, for?, reason? (blocks), limiter? }`. */
+/** add — POST /admin/blocks or /admin/exemptions: `{ key, for?, reason?, limiter? }`. */
 export async function add(all: Named, kind: 'block' | 'exempt', b: Record<string, unknown>): Promise<Change> {
   for (const f of Object.keys(b)) {
     if (!FIELDS[kind].has(f)) throw new BadInput(f, `${f} is not a field of ${kind === 'block' ? 'a block' : 'an exemption'}: send ${[...FIELDS[kind]].join(', ')}`);
@@ -92,7 +106,12 @@ export async function add(all: Named, kind: 'block' | 'exempt', b: Record<string
   }
   const reason = b.reason;
   if (reason !== undefined && (typeof reason !== 'string' || reason.length > 500)) throw new BadInput('reason', 'reason must be a string of at most 500 characters');
-  await Promise.all(limiters.map(([, l]) => argument('key', () => (kind === 'block' ? l.block(key, { for: ms, reason: reason === '' ? undefined : reason }) : l.exempt(key, { for: ms })))));
+  const why = reason === '' ? undefined : reason;
+  await Promise.all(limiters.map((n) => {
+    const l = n[1];
+    const k = keyIn(n, key);
+    return argument('key', () => (kind === 'block' ? l.block(k, { for: ms, reason: why }) : l.exempt(k, { for: ms, reason: why })));
+  }));
   const c: Change = { what: kind, key, limiters: limiters.map(([n]) => n) };
   if (ms !== undefined) c.for = ms;
   if (typeof reason === 'string' && reason !== '') c.reason = reason;
@@ -101,13 +120,20 @@ export async function add(all: Named, kind: 'block' | 'exempt', b: Record<string
 
 /** remove — DELETE /admin/blocks/:key or /admin/exemptions/:key. */
 export async function remove(limiters: Named, kind: 'block' | 'exempt', key: string): Promise<Change> {
-  await Promise.all(limiters.map(([, l]) => argument('key', () => (kind === 'block' ? l.unblock(key) : l.unexempt(key)))));
+  await Promise.all(limiters.map((n) => {
+    const l = n[1];
+    const k = keyIn(n, key);
+    return argument('key', () => (kind === 'block' ? l.unblock(k) : l.unexempt(k)));
+  }));
   return { what: kind === 'block' ? 'unblock' : 'unexempt', key, limiters: limiters.map(([n]) => n) };
 }
 
 /** reset — POST /admin/keys/:key/reset: forgets the key's rule state (not its block or exemption). */
 export async function reset(limiters: Named, key: string): Promise<Change> {
-  await Promise.all(limiters.map(([, l]) => argument('key', () => l.reset(key))));
+  await Promise.all(limiters.map((n) => {
+    const k = keyIn(n, key);
+    return argument('key', () => n[1].reset(k));
+  }));
   return { what: 'reset', key, limiters: limiters.map(([n]) => n) };
 }
 

@@ -6,10 +6,17 @@ import { RatekeeperError, show } from '../core/errors.js';
 import { BadInput, SECURITY_HEADERS, body, fail, isLoopback, send } from './http.js';
 import { loadAssets } from './page.js';
 import * as api from './api.js';
+import type { KeyOf } from './api.js';
+
+export type { KeyOf } from './api.js';
 import { events } from './events.js';
 
-/** Limiters — the named limiters the admin works on: a Map, a plain object, or a function returning them now (re-read on every request). */
-export type Limiters = ReadonlyMap<string, Limiter> | Readonly<Record<string, Limiter>> | (() => Iterable<[string, Limiter]>);
+/**
+ * Limiters — the named limiters the admin works on: a Map, a plain object, or a function returning them now (re-read
+ * on every request). The function may give each limiter a third element, a {@link KeyOf}: how a key an operator
+ * types is read for that limiter (the service gives one to limits whose descriptors have one entry).
+ */
+export type Limiters = ReadonlyMap<string, Limiter> | Readonly<Record<string, Limiter>> | (() => Iterable<[string, Limiter] | [string, Limiter, KeyOf | undefined]>);
 
 /** ConfigView — what GET /admin/config shows: the configuration as text or as an object, when it was loaded, from which files. */
 export interface ConfigView {

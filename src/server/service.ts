@@ -10,6 +10,7 @@ import { LimitFieldWriter, policyField, seconds } from '../http/headers.js';
 import type { LimitSpec, Match, NativePolicy, RequestOverride, ServiceConfig } from './config/types.js';
 import { BadRequest, UNIT_MS, checkDescriptorCount, duration, type RlsDescriptor, type RlsRequest, type RlsResponse, type RlsStatus, type RlsUnit } from './rls.js';
 import type { Metrics } from './metrics.js';
+import { clientKeyOf, domainSpace } from './config/key.js';
 
 /** ServiceOptions — what the service decides with. */
 export interface ServiceOptions {
@@ -136,7 +137,7 @@ export class RateLimitService {
         limits.set(spec.id, old);
         kept++;
       } else {
-        limits.set(spec.id, this.runtime(spec.rules, spec.shadowMode, fp));
+        limits.set(spec.id, this.runtime(spec.rules, spec.shadowMode, fp, domainSpace(spec.domain)));
         fresh++;
       }
     }
@@ -148,7 +149,7 @@ export class RateLimitService {
         policies.set(p.name, old);
         kept++;
       } else {
-        policies.set(p.name, this.runtime(p.rules, p.dryRun, fp));
+        policies.set(p.name, this.runtime(p.rules, p.dryRun, fp, policyKey(p.name, '')));
         fresh++;
       }
     }
@@ -160,10 +161,15 @@ export class RateLimitService {
     return { kept, fresh };
   }
 
-  private runtime(rules: readonly RuleConfig[], dryRun: boolean, fingerprint: string): Runtime {
+  /**
+   * runtime — a limiter for a limit or policy. Its clients are keyed as the clients send them (a policy's `key`, a
+   * descriptor's entries); `namespace` (the policy's `<length>:<name>:`, the limit's `domain:`) is where the store
+   * keeps them apart, so Redis keys are the same as when the namespace was part of the key.
+   */
+  private runtime(rules: readonly RuleConfig[], dryRun: boolean, fingerprint: string, namespace: string): Runtime {
     const limiter = new Limiter({
       rules: [...rules], store: this.store, dryRun: dryRun || this.options.shadowMode === true, denialCache: this.options.denialCache === true,
-      observe: this.options.observe === true,
+      observe: this.options.observe === true, namespace,
     });
     return { limiter, fingerprint, policyField: policyField(limiter.policy.rules, undefined), writer: new LimitFieldWriter(limiter.policy.rules) };
   }
@@ -183,10 +189,14 @@ export class RateLimitService {
     return r === undefined ? undefined : { policy: r.policyField, limit: r.writer.write(d) };
   }
 
-  /** limiters — every live limiter by a readable name (`domain:<limit id>`, `policy:<name>`), for the operators' view. */
-  *limiters(): Iterable<[string, Limiter]> {
-    for (const [id, r] of this.limits) yield [`limit:${id}`, r.limiter];
-    for (const [name, r] of this.policies) yield [`policy:${name}`, r.limiter];
+  /**
+   * limiters — every live limiter by a readable name (`limit:<limit id>`, `policy:<name>`), for the operators' view,
+   * with how an operator's key is read for it: a limit whose descriptors have one entry takes the bare value
+   * (`10.0.0.1` for `remote_address=10.0.0.1`, see clientKeyOf); a policy takes the key as its clients send it.
+   */
+  *limiters(): Iterable<[string, Limiter, ((key: string) => string) | undefined]> {
+    for (const [id, r] of this.limits) yield [`limit:${id}`, r.limiter, clientKeyOf(id)];
+    for (const [name, r] of this.policies) yield [`policy:${name}`, r.limiter, undefined];
   }
 
   /** policy — a native policy's limiter and configuration, or undefined. */
@@ -197,8 +207,8 @@ export class RateLimitService {
   }
 
   /**
-   * check — the native API: one request of `key` under the named policy. The store key is namespaced by the policy's
-   * name, so two policies never share a client's state. Throws BadRequest for an unknown policy or a bad key or cost.
+   * check — the native API: one request of `key` under the named policy. The limiter's namespace is the policy's
+   * name, so two policies never share a client's state, and the operators see `key` as sent. Throws BadRequest for an unknown policy or a bad key or cost.
    */
   check(policyName: string, key: string, cost: number): Promise<Decision> {
     try {
@@ -218,9 +228,8 @@ export class RateLimitService {
     }
     const clock = this.options.clock;
     const options = clock === undefined ? { cost } : { cost, now: clock.now() };
-    const k = policyKey(policyName, key);
-    if (this.sync && p.limiter.denialCache === undefined) return this.counted(policyName, p.limiter.checkSync(k, options), cost);
-    return p.limiter.check(k, options).then((d) => this.counted(policyName, d, cost));
+    if (this.sync && p.limiter.denialCache === undefined) return this.counted(policyName, p.limiter.checkSync(key, options), cost);
+    return p.limiter.check(key, options).then((d) => this.counted(policyName, d, cost));
   }
 
   private counted(policyName: string, d: Decision, cost: number): Decision {
@@ -307,7 +316,7 @@ export class RateLimitService {
       }
       if (m.key.length > MAX_KEY_LENGTH) throw new BadRequest(`descriptors[${i}].entries`, `make a key of ${m.key.length} characters; at most ${MAX_KEY_LENGTH} are accepted`);
       total += cost;
-      items.push({ index: i, limiter: rt.limiter, rt, key: m.key, cost, spec, report: reportOf(spec), metricKey: m.metricKey, own });
+      items.push({ index: i, limiter: rt.limiter, rt, key: m.client, cost, spec, report: reportOf(spec), metricKey: m.metricKey, own });
     }
     if (total > MAX_AMOUNT) checkTotals(items);
     let live = items;
@@ -371,7 +380,7 @@ export class RateLimitService {
         this.retire(this.overrides.get(oldest)!);
         this.overrides.delete(oldest);
       }
-      rt = this.runtime(spec.rules, false, spec.fingerprint);
+      rt = this.runtime(spec.rules, false, spec.fingerprint, domainSpace(spec.domain));
       this.overrides.set(spec.id, rt);
     }
     return rt;
@@ -488,7 +497,10 @@ function headersFor(items: Item[], decisions: Decision[], shadow: boolean): RlsR
   return out;
 }
 
-/** policyKey — a native policy's store key for a client: the policy's name and the key, injectively. */
+/**
+ * policyKey — a native policy's store key for a client: the policy's name and the key, injectively. With key '', the
+ * namespace of the policy's limiter (the store puts it in front of every client key).
+ */
 export function policyKey(policy: string, key: string): string {
   return `${policy.length}:${policy}:${key}`;
 }

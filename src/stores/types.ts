@@ -6,8 +6,12 @@ import type { Policy } from '../core/policy.js';
  * Stores persist; the core decides (the memory store runs core/policy.ts in-process, the Redis store its Lua twin).
  */
 export interface Store {
-  /** attach — binds the store to one policy (one limiter). The same store may serve several limiters. */
-  attach(policy: Policy): BoundStore;
+  /**
+   * attach — binds the store to one policy (one limiter). The same store may serve several limiters. `namespace`
+   * (the limiter's, '' for none) goes in front of every client key where the store is shared by limiters of the same
+   * rules (Redis: inside the hash tag); the bound store's methods take and list client keys without it.
+   */
+  attach(policy: Policy, namespace?: string): BoundStore;
   /**
    * evaluateAll — decides several parts (each bound to this store, naming distinct states) as one request,
    * all-or-nothing: every part decides on its stored state; when every part's decision is `allowed`, every part is

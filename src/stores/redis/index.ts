@@ -281,8 +281,8 @@ export class RedisStore implements Store {
     if (corked !== undefined) for (const sock of corked) sock.uncork();
   };
 
-  attach(policy: Policy): RedisBound {
-    return new RedisBound(this, policy);
+  attach(policy: Policy, namespace = ''): RedisBound {
+    return new RedisBound(this, policy, namespace);
   }
 
   /** compounds — compound scripts by the tuple of their parts' policies (RedisBound.tupleId, joined); at most MAX_COMPOUNDS, oldest dropped first. */
@@ -582,8 +582,14 @@ export class RedisBound implements BoundStore {
   private refunder: Script | undefined;
   /** lastLocal — the fallback's clock, never stepping back. */
   private lastLocal = -Infinity;
-  /** keyHead, keyTail — what surrounds the encoded client key in its Redis key: `<prefix>{` and `}:<policy id>`. */
+  /**
+   * keyHead, keyTail — what surrounds the encoded client key in its Redis key: `<prefix>{<encoded namespace>` and
+   * `}:<policy id>`. encodeKey escapes character by character, so head + encodeKey(key) is what encodeKey(namespace +
+   * key) was before the namespace moved out of the key: Redis keys are byte-identical to a full key's.
+   */
   private readonly keyHead: string;
+  /** space — the encoded namespace (the limiter's, '' for none): the head of every hash tag and index member of this bound. */
+  readonly space: string;
   private readonly keyTail: string;
   /** measures — per rule, 1 when its reply carries a rate, 2 a delay (earrrl and exponential; leakyBucket). */
   private readonly measures: Uint8Array;
@@ -597,12 +603,13 @@ export class RedisBound implements BoundStore {
   readonly remembers: boolean;
   private readonly overridden = new Map<string, Override['kind']>();
 
-  constructor(readonly store: RedisStore, readonly policy: Policy) {
+  constructor(readonly store: RedisStore, readonly policy: Policy, namespace = '') {
     this.id = policyId(policy);
     this.script = policyScript(policy);
     this.tupleId = policy.dryRun ? `${this.id}~dry` : this.id;
     this.fallbackTable = store.fallback?.attach(policy);
-    this.keyHead = `${store.prefix}{`;
+    this.space = encodeKey(namespace);
+    this.keyHead = `${store.prefix}{${this.space}`;
     this.keyTail = `}:${this.id}`;
     this.measures = new Uint8Array(policy.rules.map((r) => (hasRate(r.algorithm) ? 1 : hasDelay(r.algorithm) ? 2 : 0)));
     this.rulesBytes = 8 + this.measures.reduce((a, m) => a + (m === 0 ? 32 : 40), 0);
@@ -713,7 +720,7 @@ export class RedisBound implements BoundStore {
 
   /** indexOf — the index group of `key`'s overrides (lua/index.lua): one group on a standalone server, its hash slot's on a Cluster. */
   indexOf(key: string): IndexRef {
-    const encoded = encodeKey(key);
+    const encoded = this.space + encodeKey(key);
     return { ...this.indexKeys(this.store.isCluster ? slotTag(tagSlot(encoded)) : 'ov'), member: encoded };
   }
 
@@ -786,8 +793,11 @@ export class RedisBound implements BoundStore {
       const { idx, det } = this.indexKeys(tag);
       await this.store.run(pruneScript, [idx, det], [now === undefined ? '' : String(now)]);
     }
-    for (const e of out) e.key = decodeKey(e.key);
-    return out;
+    // the index is the policy's: keep this namespace's clients, listed by their own key
+    const space = this.space;
+    const mine = space === '' ? out : out.filter((e) => e.key.startsWith(space));
+    for (const e of mine) e.key = decodeKey(e.key.slice(space.length));
+    return mine;
   }
 
   /** shareSummary — writes this process's summary (lua/share.lua), kept `ttl` ms. */
@@ -804,7 +814,7 @@ export class RedisBound implements BoundStore {
 
   /** summaryKeys — where the processes' summaries of this policy live (one hash slot). */
   private summaryKeys(): { hash: string; seen: string } {
-    const base = `${this.store.prefix}{top:${this.id}}`;
+    const base = `${this.store.prefix}{top:${this.id}${this.space === '' ? '' : `:${this.space}`}}`;
     return { hash: `${base}:s`, seen: `${base}:w` };
   }
 
@@ -870,10 +880,10 @@ const MAX_COMPOUNDS = 256;
  * so the same client key is one slot, and different ones are compared by CRC16 (XMODEM) mod 16384.
  */
 function oneSlot(parts: readonly Part[]): boolean {
-  const first = encodeKey(parts[0].key);
+  const first = (parts[0].bound as RedisBound).space + encodeKey(parts[0].key);
   let slot = -1;
   for (let i = 1; i < parts.length; i++) {
-    const k = encodeKey(parts[i].key);
+    const k = (parts[i].bound as RedisBound).space + encodeKey(parts[i].key);
     if (k === first) continue;
     if (slot < 0) slot = keySlot(first);
     if (keySlot(k) !== slot) return false;
