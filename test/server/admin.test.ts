@@ -55,7 +55,7 @@ describe('the admin listener of the service', () => {
 
   test('a block from the admin API refuses the client\'s next check; unblock lets it in again', async () => {
     const limiterName = 'policy:api';
-    // the service namespaces a policy's clients: the key as stored is the one the top list shows
+    // the top list shows the key as the client sent it, and a block by that key refuses the client
     const top = await json(`${running.adminUrl}admin/top?n=20&limiter=${encodeURIComponent(limiterName)}`);
     const entry = JSON.stringify(top.body).match(/"key":"([^"]*abuser)"/);
     assert.ok(entry, JSON.stringify(top.body));
