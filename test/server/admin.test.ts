@@ -60,13 +60,13 @@ describe('the admin listener of the service', () => {
     const entry = JSON.stringify(top.body).match(/"key":"([^"]*abuser)"/);
     assert.ok(entry, JSON.stringify(top.body));
     const key = entry[1];
-    const blocked = await json(`${running.adminUrl}admin/blocks`, { method: 'POST', body: JSON.stringify({ key, for: '1h', reason: 'test' }) });
+    const blocked = await json(`${running.adminUrl}admin/blocks`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ key, for: '1h', reason: 'test' }) });
     assert.ok(blocked.status === 200 || blocked.status === 201, JSON.stringify(blocked));
     const refused = await check('abuser');
     assert.equal(refused.status, 429);
     assert.equal(refused.body.reason, 'blocked');
     assert.equal(refused.body.blockReason, 'test');
-    const lifted = await fetch(`${running.adminUrl}admin/blocks/${encodeURIComponent(key)}`, { method: 'DELETE' });
+    const lifted = await fetch(`${running.adminUrl}admin/blocks/${encodeURIComponent(key)}`, { method: 'DELETE', headers: { 'content-type': 'application/json' } });
     assert.ok(lifted.status < 300, String(lifted.status));
     const again = await check('abuser');
     assert.equal(again.status, 200);
