@@ -46,6 +46,13 @@ export interface ServeOptions {
   adminHost?: string;
   /** adminToken — the admin API's bearer token. @default process.env.RATEKEEPER_ADMIN_TOKEN */
   adminToken?: string;
+  /**
+   * adminAllowedHosts — `Host` names the admin listener answers besides its own address (a name a reverse proxy or
+   * the operators use: `ops.example.com`, `ops.example.com:8443`); any other gets 421 (DNS rebinding). @default []
+   */
+  adminAllowedHosts?: string[];
+  /** adminMaxEventClients — live tails (`/admin/events`) open at once; one more gets 503. @default 64 */
+  adminMaxEventClients?: number;
   log?: (line: string) => void;
 }
 
@@ -124,6 +131,7 @@ export async function startService(options: ServeOptions): Promise<Running> {
       const { serveAdmin } = await import('../admin/serve.js');
       admin = await serveAdmin({
         limiters: () => service.limiters(), host: options.adminHost ?? '127.0.0.1', port: options.adminPort, token: options.adminToken,
+        allowedHosts: options.adminAllowedHosts ?? [], maxEventClients: options.adminMaxEventClients ?? 64,
         config: () => ({ text: shown, loadedAt: service.config?.loadedAt ?? 0, files: service.config?.files ?? [] }),
       });
       log(`ratekeeper: admin listening on ${admin.url} (the dashboard; GET /admin/top, /admin/keys/:key, /admin/blocks …)`);

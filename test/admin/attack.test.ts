@@ -152,6 +152,33 @@ describe('a web page cannot drive the admin listener (loopback, no token: the CL
     assert.deepEqual(await api.blocks(), []);
   });
 
+  it('the dashboard shows a key with bidi or control characters escaped and marked, and a long key whole', async () => {
+    const spoof = 'user\u202Egnp.exe\u0007';
+    const long = `long:${'x'.repeat(4000)}:end`;
+    for (let i = 0; i < 3; i++) await api.check(spoof);
+    await api.check(long);
+    await api.block('iso\u2066late\u2069d', { reason: 'r\u202Eeason' });
+    const page = await context.newPage();
+    await page.goto(admin.url);
+    const cells = async (table: string): Promise<{ text: string; cls: string }[]> =>
+      page.$$eval(`#${table} td.key`, (tds: any[]) => tds.map((td) => ({ text: td.textContent as string, cls: td.className as string })));
+    const deadline = Date.now() + 10_000;
+    while (Date.now() < deadline && ((await cells('top')).length < 2 || (await cells('blocks')).length < 1)) await new Promise((r) => setTimeout(r, 100));
+    const top = await cells('top');
+    const shownSpoof = top.find((c) => c.text.startsWith('user'));
+    assert.ok(shownSpoof, JSON.stringify(top.map((c) => c.text.slice(0, 40))));
+    assert.equal(shownSpoof.text, 'user\\u202Egnp.exe\\u0007', 'escaped, so it cannot read as "userexe.png"');
+    assert.match(shownSpoof.cls, /escaped/, 'and marked');
+    const shownLong = top.find((c) => c.text.startsWith('long:'));
+    assert.equal(shownLong?.text, long, 'a long key is shown whole');
+    const blocks = await cells('blocks');
+    assert.equal(blocks[0].text, 'iso\\u2066late\\u2069d');
+    const reason = await page.$eval('#blocks tbody tr td:nth-child(4)', (td: any) => td.textContent as string);
+    assert.equal(reason, 'r\\u202Eeason');
+    await api.unblock('iso\u2066late\u2069d');
+    await page.close();
+  });
+
   it('the dashboard, served by the same listener, still blocks a key from the page (its requests are same-origin)', async () => {
     const page = await context.newPage();
     await page.goto(admin.url);
