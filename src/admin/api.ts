@@ -84,8 +84,22 @@ export interface Change {
   what: 'block' | 'unblock' | 'exempt' | 'unexempt' | 'reset';
   key: string;
   limiters: string[];
+  /** keys — by limiter, the key as it read `key` (`remote_address=10.0.0.1` for `10.0.0.1`), when one read it otherwise. */
+  keys?: Record<string, string>;
   for?: number;
   reason?: string;
+}
+
+/** change — the Change of `what` on `key` in `limiters`, with the keys they read where one differs. */
+function change(what: Change['what'], key: string, limiters: Named): Change {
+  const c: Change = { what, key, limiters: limiters.map(([n]) => n) };
+  let keys: Record<string, string> | undefined;
+  for (const n of limiters) {
+    const k = keyIn(n, key);
+    if (k !== key) (keys ??= {})[n[0]] = k;
+  }
+  if (keys !== undefined) c.keys = keys;
+  return c;
 }
 
 /** FIELDS — what each POST body may hold (anything else is named in a 400). */
@@ -112,7 +126,7 @@ export async function add(all: Named, kind: 'block' | 'exempt', b: Record<string
     const k = keyIn(n, key);
     return argument('key', () => (kind === 'block' ? l.block(k, { for: ms, reason: why }) : l.exempt(k, { for: ms, reason: why })));
   }));
-  const c: Change = { what: kind, key, limiters: limiters.map(([n]) => n) };
+  const c = change(kind, key, limiters);
   if (ms !== undefined) c.for = ms;
   if (typeof reason === 'string' && reason !== '') c.reason = reason;
   return c;
@@ -125,7 +139,7 @@ export async function remove(limiters: Named, kind: 'block' | 'exempt', key: str
     const k = keyIn(n, key);
     return argument('key', () => (kind === 'block' ? l.unblock(k) : l.unexempt(k)));
   }));
-  return { what: kind === 'block' ? 'unblock' : 'unexempt', key, limiters: limiters.map(([n]) => n) };
+  return change(kind === 'block' ? 'unblock' : 'unexempt', key, limiters);
 }
 
 /** reset — POST /admin/keys/:key/reset: forgets the key's rule state (not its block or exemption). */
@@ -134,7 +148,7 @@ export async function reset(limiters: Named, key: string): Promise<Change> {
     const k = keyIn(n, key);
     return argument('key', () => n[1].reset(k));
   }));
-  return { what: 'reset', key, limiters: limiters.map(([n]) => n) };
+  return change('reset', key, limiters);
 }
 
 /** stats — GET /admin/stats: per limiter, its rules, counters, and series over the last `last` seconds. */

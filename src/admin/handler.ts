@@ -38,6 +38,8 @@ export interface AdminLogEntry {
   what: api.Change['what'];
   key: string;
   limiters: string[];
+  /** keys — by limiter, the key as it read `key`, where one read it otherwise (a one-entry limit's bare value). */
+  keys?: Record<string, string>;
   /** for — ms, when the block or exemption has an end. */
   for?: number;
   reason?: string;

@@ -92,6 +92,7 @@ describe('the service\'s admin listener speaks the clients\' keys', () => {
     // the bare value of a one-entry limit, blocked before the address has sent anything
     const ip = await post('blocks', { key: '10.9.9.9', for: '1h', reason: 'scanner' });
     assert.equal(ip.status, 201);
+    assert.deepEqual(ip.body.keys, { 'limit:edge:remote_address': 'remote_address=10.9.9.9' }, 'the reply (and the log) say how each limiter read it');
     assert.equal((await rlsJson('10.9.9.9')).status, 429);
     assert.equal((await rlsGrpc('10.9.9.9')).overall_code, 'OVER_LIMIT');
     assert.equal((await rlsGrpc('10.9.9.8')).overall_code, 'OK');
