@@ -66,6 +66,14 @@ export interface LimiterOptions {
    * @example limiter({ rules: '100/min', store: redisStore({ client }), id: 'api' })
    */
   id?: string;
+  /**
+   * namespace — where this limiter's clients live in a shared store, never seen in its API: a Redis store puts it in
+   * front of every client key (`<prefix>{<namespace><key>}:<policy id>`), so that two limiters of the same rules on
+   * one Redis never share a client's state; the memory store keeps one table per limiter and ignores it. Keys given to
+   * and listed by the limiter (check, block, blocks(), top() …) are the client's, without it. @default ''
+   * @example limiter({ rules, store: redisStore({ client }), namespace: 'api:' })
+   */
+  namespace?: string;
 }
 
 /** TopOptions — which clients `top()` lists. */
@@ -129,14 +137,16 @@ export interface BlockOptions {
 export interface ExemptOptions {
   /** for — how long; without it the exemption lasts until `unexempt`. */
   for?: Duration;
+  /** reason — why: listed with the exemption (`exemptions()`, `inspect()`, the admin view). */
+  reason?: string;
 }
 
 /** LIMITER_OPTIONS, CHECK_OPTIONS, PEEK_OPTIONS, BLOCK_OPTIONS, EXEMPT_OPTIONS — the names each options object may have. */
-const LIMITER_OPTIONS: ReadonlySet<string> = new Set(['rules', 'store', 'dryRun', 'clock', 'denialCache', 'observe', 'succeeds', 'id']);
+const LIMITER_OPTIONS: ReadonlySet<string> = new Set(['rules', 'store', 'dryRun', 'clock', 'denialCache', 'observe', 'succeeds', 'id', 'namespace']);
 const CHECK_OPTIONS: ReadonlySet<string> = new Set(['cost', 'now']);
 const PEEK_OPTIONS: ReadonlySet<string> = new Set(['now']);
 const BLOCK_OPTIONS: ReadonlySet<string> = new Set(['for', 'reason']);
-const EXEMPT_OPTIONS: ReadonlySet<string> = new Set(['for']);
+const EXEMPT_OPTIONS: ReadonlySet<string> = new Set(['for', 'reason']);
 /** TOP_OPTIONS, LIST_OPTIONS — the names of top()'s and blocks()/exemptions()'s options. */
 const TOP_OPTIONS: ReadonlySet<string> = new Set(['n', 'by', 'now', 'maxAge']);
 const LIST_OPTIONS: ReadonlySet<string> = new Set(['now', 'maxAge']);
@@ -164,6 +174,8 @@ export class Limiter {
   readonly observer: Observer | undefined;
   /** sharing — the timer writing the observer's summary to a shared store (Redis), or undefined. Stopped by `close()`. */
   readonly sharing: Sharing | undefined;
+  /** namespace — the store's prefix of this limiter's client keys (LimiterOptions.namespace); '' for none. */
+  readonly namespace: string;
 
   constructor(options: LimiterOptions) {
     if (typeof options !== 'object' || options === null) throw new RatekeeperError(`limiter takes an options object with rules, got ${show(options)}`);
@@ -185,7 +197,12 @@ export class Limiter {
       throw new RatekeeperError(`store must be a ratekeeper store such as memoryStore() or redisStore({ client }), got ${show(store)}`);
     }
     this.store = store;
-    this.bound = this.succession(options.succeeds, options.clock !== undefined) ?? store.attach(this.policy);
+    const ns = options.namespace ?? '';
+    if (typeof ns !== 'string' || ns.length > MAX_KEY_LENGTH || /[\uD800-\uDBFF]$/.test(ns)) {
+      throw new RatekeeperError(`limiter.namespace must be a string of at most ${MAX_KEY_LENGTH} characters not ending in half a surrogate pair, got ${show(ns)}`);
+    }
+    this.namespace = ns;
+    this.bound = this.succession(options.succeeds, options.clock !== undefined) ?? store.attach(this.policy, ns);
     const dc = options.denialCache;
     if (dc !== undefined && dc !== false) {
       const cache = new DenialCache(dc === true ? {} : dc); // its options are checked even where it is not used
@@ -209,7 +226,7 @@ export class Limiter {
     if (old.store !== this.store || typeof this.store.succeed !== 'function' || !this.policy.compatible(old.policy)) return undefined;
     if (old.last > this.last) this.last = old.last;
     // a store with its own clock (Redis TIME) converts on that clock, unless this limiter was given a clock
-    return this.store.succeed(old.policy, this.policy, old.bound.ownClock && !clocked ? undefined : this.tick());
+    return this.store.succeed(old.policy, this.policy, old.bound.ownClock && !clocked ? undefined : this.tick(), this.namespace);
   }
 
   /** sync — whether the store answers synchronously, so that `checkSync` may be used (the memory store). */
@@ -339,9 +356,12 @@ export class Limiter {
     callOptions(options, EXEMPT_OPTIONS, 'exempt');
     const k = key_(key);
     const ms = options.for === undefined ? Infinity : parseDuration(options.for, 'exempt.for');
+    if (options.reason !== undefined && typeof options.reason !== 'string') {
+      throw new RatekeeperError(`exempt.reason must be a string, got ${show(options.reason)}`, 'ERR_ARGUMENT');
+    }
     this.denialCache?.invalidate(k);
     this.listing = undefined;
-    await this.bound.setOverride(k, { kind: 'exempt', for: ms }, this.overrideTime());
+    await this.bound.setOverride(k, { kind: 'exempt', for: ms, reason: options.reason }, this.overrideTime());
     this.denialCache?.invalidate(k);
     this.listing = undefined;
   }

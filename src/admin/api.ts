@@ -7,8 +7,20 @@ import { BadInput } from './http.js';
 /** LISTING_AGE — ms a limiter may reuse its listing of a shared store's blocks and exemptions for the API (a dashboard polls). */
 const LISTING_AGE = 1000;
 
-/** Named — the limiters the API works on: name → limiter, as the options' `limiters` gives them now. */
-export type Named = [name: string, limiter: Limiter][];
+/**
+ * KeyOf — how a key typed by an operator is read for one limiter (`10.0.0.1` → `remote_address=10.0.0.1`); without
+ * one, the key is taken as it is.
+ */
+export type KeyOf = (key: string) => string;
+
+/** Named — the limiters the API works on: name → limiter (and its KeyOf), as the options' `limiters` gives them now. */
+export type Named = (readonly [name: string, limiter: Limiter] | readonly [name: string, limiter: Limiter, keyOf: KeyOf | undefined])[];
+
+/** keyIn — `key` as limiter `n` reads it. */
+function keyIn(n: Named[number], key: string): string {
+  const f = n[2];
+  return f === undefined ? key : f(key);
+}
 
 /** pick — the limiters named by `?limiter=` (or the body's `limiter`), or all of them; an unknown name is bad input. */
 export function pick(all: Named, name: unknown): Named {
@@ -51,9 +63,11 @@ export async function top(limiters: Named, params: URLSearchParams): Promise<unk
 
 /** inspect — GET /admin/keys/:key: the key in every limiter picked. */
 export async function inspect(limiters: Named, key: string): Promise<unknown> {
-  const list = await Promise.all(limiters.map(async ([name, l]) => {
-    const i = await argument('key', () => l.inspect(key));
-    return { limiter: name, decision: i.decision, override: i.override ?? null, observed: i.observed ?? null };
+  const list = await Promise.all(limiters.map(async (n) => {
+    const [name, l] = n;
+    const k = keyIn(n, key);
+    const i = await argument('key', () => l.inspect(k));
+    return { limiter: name, key: k, decision: i.decision, override: i.override ?? null, observed: i.observed ?? null };
   }));
   return { key, limiters: list };
 }
@@ -70,14 +84,28 @@ export interface Change {
   what: 'block' | 'unblock' | 'exempt' | 'unexempt' | 'reset';
   key: string;
   limiters: string[];
+  /** keys — by limiter, the key as it read `key` (`remote_address=10.0.0.1` for `10.0.0.1`), when one read it otherwise. */
+  keys?: Record<string, string>;
   for?: number;
   reason?: string;
 }
 
-/** FIELDS — what each POST body may hold (anything else is named in a 400). */
-const FIELDS = { block: new Set(['key', 'for', 'reason', 'limiter']), exempt: new Set(['key', 'for', 'limiter']) };
+/** change — the Change of `what` on `key` in `limiters`, with the keys they read where one differs. */
+function change(what: Change['what'], key: string, limiters: Named): Change {
+  const c: Change = { what, key, limiters: limiters.map(([n]) => n) };
+  let keys: Record<string, string> | undefined;
+  for (const n of limiters) {
+    const k = keyIn(n, key);
+    if (k !== key) (keys ??= {})[n[0]] = k;
+  }
+  if (keys !== undefined) c.keys = keys;
+  return c;
+}
 
-/** add — POST /admin/blocks or /admin/exemptions: `{ key, for?, reason? (blocks), limiter? }`. */
+/** FIELDS — what each POST body may hold (anything else is named in a 400). */
+const FIELDS = { block: new Set(['key', 'for', 'reason', 'limiter']), exempt: new Set(['key', 'for', 'reason', 'limiter']) };
+
+/** add — POST /admin/blocks or /admin/exemptions: `{ key, for?, reason?, limiter? }`. */
 export async function add(all: Named, kind: 'block' | 'exempt', b: Record<string, unknown>): Promise<Change> {
   for (const f of Object.keys(b)) {
     if (!FIELDS[kind].has(f)) throw new BadInput(f, `${f} is not a field of ${kind === 'block' ? 'a block' : 'an exemption'}: send ${[...FIELDS[kind]].join(', ')}`);
@@ -92,8 +120,13 @@ export async function add(all: Named, kind: 'block' | 'exempt', b: Record<string
   }
   const reason = b.reason;
   if (reason !== undefined && (typeof reason !== 'string' || reason.length > 500)) throw new BadInput('reason', 'reason must be a string of at most 500 characters');
-  await Promise.all(limiters.map(([, l]) => argument('key', () => (kind === 'block' ? l.block(key, { for: ms, reason: reason === '' ? undefined : reason }) : l.exempt(key, { for: ms })))));
-  const c: Change = { what: kind, key, limiters: limiters.map(([n]) => n) };
+  const why = reason === '' ? undefined : reason;
+  await Promise.all(limiters.map((n) => {
+    const l = n[1];
+    const k = keyIn(n, key);
+    return argument('key', () => (kind === 'block' ? l.block(k, { for: ms, reason: why }) : l.exempt(k, { for: ms, reason: why })));
+  }));
+  const c = change(kind, key, limiters);
   if (ms !== undefined) c.for = ms;
   if (typeof reason === 'string' && reason !== '') c.reason = reason;
   return c;
@@ -101,14 +134,21 @@ export async function add(all: Named, kind: 'block' | 'exempt', b: Record<string
 
 /** remove — DELETE /admin/blocks/:key or /admin/exemptions/:key. */
 export async function remove(limiters: Named, kind: 'block' | 'exempt', key: string): Promise<Change> {
-  await Promise.all(limiters.map(([, l]) => argument('key', () => (kind === 'block' ? l.unblock(key) : l.unexempt(key)))));
-  return { what: kind === 'block' ? 'unblock' : 'unexempt', key, limiters: limiters.map(([n]) => n) };
+  await Promise.all(limiters.map((n) => {
+    const l = n[1];
+    const k = keyIn(n, key);
+    return argument('key', () => (kind === 'block' ? l.unblock(k) : l.unexempt(k)));
+  }));
+  return change(kind === 'block' ? 'unblock' : 'unexempt', key, limiters);
 }
 
 /** reset — POST /admin/keys/:key/reset: forgets the key's rule state (not its block or exemption). */
 export async function reset(limiters: Named, key: string): Promise<Change> {
-  await Promise.all(limiters.map(([, l]) => argument('key', () => l.reset(key))));
-  return { what: 'reset', key, limiters: limiters.map(([n]) => n) };
+  await Promise.all(limiters.map((n) => {
+    const k = keyIn(n, key);
+    return argument('key', () => n[1].reset(k));
+  }));
+  return change('reset', key, limiters);
 }
 
 /** stats — GET /admin/stats: per limiter, its rules, counters, and series over the last `last` seconds. */

@@ -3,13 +3,21 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Limiter } from '../limiter.js';
 import { checkOptions } from '../core/options.js';
 import { RatekeeperError, show } from '../core/errors.js';
-import { BadInput, SECURITY_HEADERS, body, fail, isLoopback, send } from './http.js';
+import { BadInput, SECURITY_HEADERS, body, fail, safeJson, send } from './http.js';
+import { hostRefusal, isLoopback, jsonRefusal, siteRefusal, type AllowedHosts } from './guard.js';
 import { loadAssets } from './page.js';
 import * as api from './api.js';
-import { events } from './events.js';
+import type { KeyOf } from './api.js';
 
-/** Limiters — the named limiters the admin works on: a Map, a plain object, or a function returning them now (re-read on every request). */
-export type Limiters = ReadonlyMap<string, Limiter> | Readonly<Record<string, Limiter>> | (() => Iterable<[string, Limiter]>);
+export type { KeyOf } from './api.js';
+import { EventHub } from './events.js';
+
+/**
+ * Limiters — the named limiters the admin works on: a Map, a plain object, or a function returning them now (re-read
+ * on every request). The function may give each limiter a third element, a {@link KeyOf}: how a key an operator
+ * types is read for that limiter (the service gives one to limits whose descriptors have one entry).
+ */
+export type Limiters = ReadonlyMap<string, Limiter> | Readonly<Record<string, Limiter>> | (() => Iterable<[string, Limiter] | [string, Limiter, KeyOf | undefined]>);
 
 /** ConfigView — what GET /admin/config shows: the configuration as text or as an object, when it was loaded, from which files. */
 export interface ConfigView {
@@ -30,6 +38,8 @@ export interface AdminLogEntry {
   what: api.Change['what'];
   key: string;
   limiters: string[];
+  /** keys — by limiter, the key as it read `key`, where one read it otherwise (a one-entry limit's bare value). */
+  keys?: Record<string, string>;
   /** for — ms, when the block or exemption has an end. */
   for?: number;
   reason?: string;
@@ -52,20 +62,34 @@ export interface AdminOptions {
   config?: () => ConfigView | Promise<ConfigView>;
   /** log — where each change goes. @default one JSON line on stderr */
   log?: (entry: AdminLogEntry) => void;
+  /**
+   * allowedHosts — the `Host` names the handler answers besides the address the connection arrived at (its IP and
+   * port, and `localhost` on loopback): `'admin.example.com'` (any port) or `'admin.example.com:8443'`; `'*'` answers
+   * any Host. Another Host gets 421: a page that points a name of its own at the listener (DNS rebinding) is refused.
+   * @default '*' with a token (the token is what protects it, and the app knows its names); [] without one (only
+   * the listener's own address: a loopback listener without a token is what a web page would try to reach)
+   * @example adminHandler({ limiters, token, allowedHosts: ['ops.example.com'] })
+   */
+  allowedHosts?: AllowedHosts;
+  /**
+   * maxEventClients — the most live tails (`GET /admin/events`) open at once; one more gets 503. Every tail is fed the
+   * same serialized events, so the cost of a decision's event does not grow with them, but each is a socket. @default 64
+   */
+  maxEventClients?: number;
 }
 
 /** AdminHandler — a node:http request handler; `next` (Express, Connect) is called for paths it does not serve. */
 export type AdminHandler = (req: IncomingMessage, res: ServerResponse, next?: (err?: unknown) => void) => void;
 
 /** ADMIN_OPTIONS — the names adminHandler's options may have (serveAdmin's add host and port). */
-export const ADMIN_OPTIONS: ReadonlySet<string> = new Set(['limiters', 'token', 'config', 'log']);
+export const ADMIN_OPTIONS: ReadonlySet<string> = new Set(['limiters', 'token', 'config', 'log', 'allowedHosts', 'maxEventClients']);
 
 /** MIN_TOKEN — the shortest token accepted, characters: a bearer token is a password for blocking anyone. */
 export const MIN_TOKEN = 16;
 
 /** defaultLog — one JSON line per change on stderr. */
 const defaultLog = (e: AdminLogEntry): void => {
-  process.stderr.write(`${JSON.stringify({ ratekeeper: 'admin', ...e })}\n`);
+  process.stderr.write(`${safeJson({ ratekeeper: 'admin', ...e })}\n`);
 };
 
 /** digest — SHA-256 of a token: both sides of the comparison have the same length, so timingSafeEqual applies. */
@@ -81,8 +105,9 @@ function named(limiters: Limiters): api.Named {
 /**
  * adminHandler — the operators' view as one framework-neutral request handler: the JSON API under /admin/, the
  * live tail (SSE), and the dashboard at / with its assets under /assets/. Mount it on node:http, Express
- * (`app.use('/ops', handler)`) or Fastify (see docs/admin.md). No cookies and no CORS headers: a browser page of
- * another origin can neither read the API nor send it a token, so there is no CSRF to guard against.
+ * (`app.use('/ops', handler)`) or Fastify (see docs/admin.md). No cookies and no CORS headers. A page of another
+ * origin can still make a browser send requests (a form, a `no-cors` fetch) and point a name at the listener (DNS
+ * rebinding): see guard.ts for what refuses them (Host, Sec-Fetch-Site / Origin, JSON-only changes).
  */
 export function adminHandler(options: AdminOptions): AdminHandler {
   if (typeof options !== 'object' || options === null) throw new RatekeeperError(`adminHandler takes an options object like { limiters }, got ${show(options)}`);
@@ -96,6 +121,13 @@ export function adminHandler(options: AdminOptions): AdminHandler {
   if (config !== undefined && typeof config !== 'function') throw new RatekeeperError(`adminHandler.config must be a function returning { text or object, loadedAt, files }, got ${show(config)}`);
   const log = options.log ?? defaultLog;
   if (typeof log !== 'function') throw new RatekeeperError(`adminHandler.log must be a function, got ${show(log)}`);
+  const allowedHosts = options.allowedHosts ?? (token === undefined ? [] : '*');
+  if (allowedHosts !== '*' && (!Array.isArray(allowedHosts) || allowedHosts.some((h) => typeof h !== 'string' || !/^(\[[0-9a-fA-F:.]+\]|[^\s:/[\]]+)(:\d{1,5})?$/.test(h)))) {
+    throw new RatekeeperError(`adminHandler.allowedHosts must be '*' or a list of host names (with an optional :port), got ${show(allowedHosts)}`);
+  }
+  const maxEventClients = options.maxEventClients ?? 64;
+  if (!Number.isSafeInteger(maxEventClients) || maxEventClients < 0) throw new RatekeeperError(`adminHandler.maxEventClients must be an integer >= 0, got ${show(options.maxEventClients)}`);
+  const hub = new EventHub(maxEventClients);
   const expected = token === undefined ? undefined : digest(token);
   const who = token === undefined ? 'loopback' : `token:${digest(token).toString('hex').slice(0, 8)}`;
   const assets = loadAssets();
@@ -186,9 +218,9 @@ export function adminHandler(options: AdminOptions): AdminHandler {
       case 'events':
         if (arg !== undefined) break;
         if (allow('GET')) {
-          const picked = q.get('limiter');
+          const picked = q.get('limiter') ?? '';
           api.pick(all(), picked);
-          events(req, res, () => api.pick(all(), picked));
+          hub.join(req, res, picked, () => api.pick(all(), picked));
         }
         return;
       case 'config':
@@ -213,6 +245,8 @@ export function adminHandler(options: AdminOptions): AdminHandler {
     }
     const path = url.pathname;
     const method = req.method ?? 'GET';
+    const wrongHost = hostRefusal(req, allowedHosts);
+    if (wrongHost !== undefined) return fail(res, 421, wrongHost, 'host');
     if (path === '/' || path === '/index.html') {
       if (method !== 'GET' && method !== 'HEAD') return fail(res, 405, `${method} is not allowed here: use GET`, undefined, { allow: 'GET, HEAD' });
       // mounted under a prefix without the trailing slash (Express: /ops): the page's relative links need it
@@ -232,6 +266,12 @@ export function adminHandler(options: AdminOptions): AdminHandler {
     if (path !== '/admin' && !path.startsWith('/admin/')) {
       if (next !== undefined) return next();
       return fail(res, 404, `no such path: ${path}`);
+    }
+    const foreign = siteRefusal(req);
+    if (foreign !== undefined) return fail(res, 403, foreign, 'origin');
+    if (method !== 'GET' && method !== 'HEAD') {
+      const notJson = jsonRefusal(req);
+      if (notJson !== undefined) return fail(res, 415, notJson, 'content-type');
     }
     if (!authorized(req, res)) return;
     route(req, res, url, path.slice('/admin'.length).split('/')).catch((e: unknown) => {

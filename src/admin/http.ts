@@ -22,7 +22,7 @@ export class BadInput extends Error {
 
 /** send — a reply of `status` with `body` as JSON (no store: the data is live). */
 export function send(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
-  const text = JSON.stringify(body, (_, v: unknown) => (v === Infinity ? null : v));
+  const text = safeJson(body);
   res.writeHead(status, { ...SECURITY_HEADERS, 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store', 'content-length': String(Buffer.byteLength(text)), ...headers });
   res.end(text);
 }
@@ -65,9 +65,21 @@ export async function body(req: IncomingMessage): Promise<Record<string, unknown
   return value as Record<string, unknown>;
 }
 
-/** isLoopback — whether an address is this machine's (127.0.0.0/8, ::1, IPv4-mapped 127.x, 'localhost'). */
-export function isLoopback(address: string | undefined): boolean {
-  if (address === undefined) return false;
-  const a = address.toLowerCase();
-  return a === 'localhost' || a === '::1' || a.startsWith('127.') || a.startsWith('::ffff:127.');
+/**
+ * UNSEEN — characters that change how text around them is shown, or are not shown at all: C0 and C1 controls, DEL,
+ * the bidirectional marks, embeddings, overrides and isolates (U+200E/F, U+202A–202E, U+2066–2069, U+061C), zero-width
+ * ones (U+200B–200D, U+2060–2064, U+FEFF), the soft hyphen, the line and paragraph separators (U+2028/9), and lone
+ * surrogates. A client key holding them could pass for another key; see {@link safeJson}.
+ */
+export const UNSEEN = /[\u0000-\u001f\u007f-\u009f\u00ad\u061c\u180e\u200b-\u200f\u2028-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
+
+/**
+ * safeJson — JSON.stringify (Infinity as null) with every {@link UNSEEN} character written as a `\uXXXX` escape: the
+ * same value for a JSON reader, and text in which a key with a right-to-left override or a control character shows as
+ * what it is wherever the raw text is read (a log line, the SSE stream in a terminal).
+ */
+export function safeJson(value: unknown): string {
+  const text = JSON.stringify(value, (_, v: unknown) => (v === Infinity ? null : v));
+  UNSEEN.lastIndex = 0;
+  return UNSEEN.test(text) ? text.replace(UNSEEN, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`) : text;
 }

@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { checkOptions } from '../core/options.js';
 import { RatekeeperError, show } from '../core/errors.js';
 import { ADMIN_OPTIONS, adminHandler, type AdminOptions } from './handler.js';
-import { isLoopback } from './http.js';
+import { isLoopback } from './guard.js';
 
 /** ServeAdminOptions — the admin listener: where, and the handler's options. */
 export interface ServeAdminOptions extends AdminOptions {
@@ -44,7 +44,8 @@ export async function serveAdmin(options: ServeAdminOptions): Promise<AdminServe
     throw new RatekeeperError(`the admin listener on ${host} is not loopback: give it a token (serveAdmin({ token }) or RATEKEEPER_ADMIN_TOKEN), or listen on 127.0.0.1`);
   }
   const { host: _host, port: _port, ...handlerOptions } = options;
-  const handler = adminHandler({ ...handlerOptions, token });
+  // its own listener: the Host is checked with a token too (the listener's address, or the names configured)
+  const handler = adminHandler({ ...handlerOptions, token, allowedHosts: options.allowedHosts ?? [] });
   const server = createServer((req, res) => handler(req, res));
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
@@ -54,6 +55,10 @@ export async function serveAdmin(options: ServeAdminOptions): Promise<AdminServe
     });
   });
   const a = server.address() as AddressInfo;
+  if (token === undefined && !isLoopback(a.address)) {
+    server.close();
+    throw new RatekeeperError(`the admin listener on ${host} bound ${a.address}, which is not loopback: give it a token, or listen on 127.0.0.1`);
+  }
   const shown = a.family === 'IPv6' ? `[${a.address}]` : a.address;
   return {
     server,

@@ -47,6 +47,9 @@ Options (environment variable used when the flag is absent):
   --admin-host HOST        where the admin listener binds              RATEKEEPER_ADMIN_HOST   default: 127.0.0.1
   --admin-token TOKEN      the admin API's bearer token (required off loopback; >= 16 characters)
                                                                        RATEKEEPER_ADMIN_TOKEN
+  --admin-allowed-hosts H  comma-separated Host names the admin listener answers besides its own address
+                           (name or name:port; others get 421)          RATEKEEPER_ADMIN_ALLOWED_HOSTS
+  --admin-max-event-clients N  live tails open at once (503 past it)   RATEKEEPER_ADMIN_MAX_EVENT_CLIENTS   default: 64
   --help, -h               this text
 
 The configuration is reloaded within a second of a change (a Kubernetes ConfigMap's symlink swap included); a bad
@@ -110,6 +113,7 @@ export function serveOptions(argv: string[], env: NodeJS.ProcessEnv): ServeOptio
         'response-headers': { type: 'boolean' }, 'shadow-mode': { type: 'boolean' }, 'denial-cache': { type: 'boolean' }, 'health-check-store': { type: 'boolean' },
         'admin-port': { type: 'string' }, 'admin-host': { type: 'string' }, 'admin-token': { type: 'string' },
         'metrics-max-series': { type: 'string' },
+        'admin-allowed-hosts': { type: 'string' }, 'admin-max-event-clients': { type: 'string' },
         help: { type: 'boolean', short: 'h' },
       },
     });
@@ -166,6 +170,10 @@ export function serveOptions(argv: string[], env: NodeJS.ProcessEnv): ServeOptio
   if (adminHost !== undefined) o.adminHost = adminHost;
   const adminToken = f['admin-token'] ?? set(env.RATEKEEPER_ADMIN_TOKEN);
   if (adminToken !== undefined) o.adminToken = adminToken;
+  const allowed = f['admin-allowed-hosts'] ?? set(env.RATEKEEPER_ADMIN_ALLOWED_HOSTS);
+  if (allowed !== undefined) o.adminAllowedHosts = allowed.split(',').map((h) => h.trim()).filter(Boolean);
+  const maxTails = int(f['admin-max-event-clients'] ?? env.RATEKEEPER_ADMIN_MAX_EVENT_CLIENTS, '--admin-max-event-clients', 0);
+  if (maxTails !== undefined) o.adminMaxEventClients = maxTails;
   return o;
 }
 

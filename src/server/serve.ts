@@ -66,6 +66,13 @@ export interface ServeOptions {
    * past it they are counted under `limit="(overflow)"`. @default 1000
    */
   metricsMaxSeries?: number;
+  /**
+   * adminAllowedHosts — `Host` names the admin listener answers besides its own address (a name a reverse proxy or
+   * the operators use: `ops.example.com`, `ops.example.com:8443`); any other gets 421 (DNS rebinding). @default []
+   */
+  adminAllowedHosts?: string[];
+  /** adminMaxEventClients — live tails (`/admin/events`) open at once; one more gets 503. @default 64 */
+  adminMaxEventClients?: number;
   log?: (line: string) => void;
 }
 
@@ -144,6 +151,7 @@ export async function startService(options: ServeOptions): Promise<Running> {
       const { serveAdmin } = await import('../admin/serve.js');
       admin = await serveAdmin({
         limiters: () => service.limiters(), host: options.adminHost ?? '127.0.0.1', port: options.adminPort, token: options.adminToken,
+        allowedHosts: options.adminAllowedHosts ?? [], maxEventClients: options.adminMaxEventClients ?? 64,
         config: () => ({ text: shown, loadedAt: service.config?.loadedAt ?? 0, files: service.config?.files ?? [] }),
       });
       log(`ratekeeper: admin listening on ${admin.url} (the dashboard; GET /admin/top, /admin/keys/:key, /admin/blocks …)`);

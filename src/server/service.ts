@@ -10,6 +10,7 @@ import { LimitFieldWriter, policyField, seconds } from '../http/headers.js';
 import type { LimitSpec, Match, NativePolicy, RequestOverride, ServiceConfig } from './config/types.js';
 import { BadRequest, UNIT_MS, checkDescriptorCount, duration, preview, type RlsDescriptor, type RlsRequest, type RlsResponse, type RlsStatus, type RlsUnit } from './rls.js';
 import type { Metrics } from './metrics.js';
+import { clientKeyOf, domainSpace } from './config/key.js';
 
 /** ServiceOptions — what the service decides with. */
 export interface ServiceOptions {
@@ -159,7 +160,7 @@ export class RateLimitService {
         limits.set(spec.id, old);
         kept++;
       } else {
-        const rt = this.runtime(spec.rules, spec.shadowMode, fp, old, `limit:${spec.id}`);
+        const rt = this.runtime(spec.rules, spec.shadowMode, fp, domainSpace(spec.domain), old, `limit:${spec.id}`);
         limits.set(spec.id, rt);
         if (carries(old, rt)) carried++;
         else fresh++;
@@ -173,7 +174,7 @@ export class RateLimitService {
         policies.set(p.name, old);
         kept++;
       } else {
-        const rt = this.runtime(p.rules, p.dryRun, fp, old, `policy:${p.name}`);
+        const rt = this.runtime(p.rules, p.dryRun, fp, policyKey(p.name, ''), old, `policy:${p.name}`);
         policies.set(p.name, rt);
         if (carries(old, rt)) carried++;
         else fresh++;
@@ -188,18 +189,20 @@ export class RateLimitService {
   }
 
   /**
-   * runtime — the limiter of a limit or policy. `old` — the one it replaces (its rules or mode changed): the new
-   * limiter succeeds it (Limiter `succeeds`), so that when the rules are compatible (same algorithms and periods, in
-   * order; limit, burst, halfLife changed) every client's state, block and exemption carries over and is judged by the
-   * new rules — lowering a limit during an attack does not forgive the attackers. Otherwise its clients start fresh.
-   * `id` — the limit's or policy's name for its state in a shared store (Limiter `id`): on Redis every instance, whatever
-   * rules it holds for the limit, reads and writes one state per client.
+   * runtime — the limiter of a limit or policy. Its clients are keyed as the clients send them (a policy's `key`, a
+   * descriptor's entries); `namespace` (the policy's `<length>:<name>:`, the limit's `domain:`) is where the store
+   * keeps them apart. `old` — the one it replaces (its rules or mode changed): the new limiter succeeds it (Limiter
+   * `succeeds`), so that when the rules are compatible (same algorithms and periods, in order; limit, burst, halfLife
+   * changed) every client's state, block and exemption carries over and is judged by the new rules — lowering a limit
+   * during an attack does not forgive the attackers. Otherwise its clients start fresh. `id` — the limit's or
+   * policy's name for its state in a shared store (Limiter `id`): on Redis every instance, whatever rules it holds for
+   * the limit, reads and writes one state per client.
    */
-  private runtime(rules: readonly RuleConfig[], dryRun: boolean, fingerprint: string, old?: Runtime, id?: string): Runtime {
+  private runtime(rules: readonly RuleConfig[], dryRun: boolean, fingerprint: string, namespace: string, old?: Runtime, id?: string): Runtime {
     const clock = this.options.clock;
     const limiter = new Limiter({
       rules: [...rules], store: this.store, dryRun: dryRun || this.options.shadowMode === true, denialCache: this.options.denialCache === true,
-      observe: this.options.observe === true, succeeds: old?.limiter, id, ...(clock === undefined ? {} : { clock: { now: () => clock.now() } }),
+      observe: this.options.observe === true, succeeds: old?.limiter, id, namespace, ...(clock === undefined ? {} : { clock: { now: () => clock.now() } }),
     });
     return { limiter, fingerprint, policyField: policyField(limiter.policy.rules, undefined), writer: new LimitFieldWriter(limiter.policy.rules) };
   }
@@ -219,10 +222,14 @@ export class RateLimitService {
     return r === undefined ? undefined : { policy: r.policyField, limit: r.writer.write(d) };
   }
 
-  /** limiters — every live limiter by a readable name (`domain:<limit id>`, `policy:<name>`), for the operators' view. */
-  *limiters(): Iterable<[string, Limiter]> {
-    for (const [id, r] of this.limits) yield [`limit:${id}`, r.limiter];
-    for (const [name, r] of this.policies) yield [`policy:${name}`, r.limiter];
+  /**
+   * limiters — every live limiter by a readable name (`limit:<limit id>`, `policy:<name>`), for the operators' view,
+   * with how an operator's key is read for it: a limit whose descriptors have one entry takes the bare value
+   * (`10.0.0.1` for `remote_address=10.0.0.1`, see clientKeyOf); a policy takes the key as its clients send it.
+   */
+  *limiters(): Iterable<[string, Limiter, ((key: string) => string) | undefined]> {
+    for (const [id, r] of this.limits) yield [`limit:${id}`, r.limiter, clientKeyOf(id)];
+    for (const [name, r] of this.policies) yield [`policy:${name}`, r.limiter, undefined];
   }
 
   /** policy — a native policy's limiter and configuration, or undefined. */
@@ -233,8 +240,8 @@ export class RateLimitService {
   }
 
   /**
-   * check — the native API: one request of `key` under the named policy. The store key is namespaced by the policy's
-   * name, so two policies never share a client's state. Throws BadRequest for an unknown policy or a bad key or cost.
+   * check — the native API: one request of `key` under the named policy. The limiter's namespace is the policy's
+   * name, so two policies never share a client's state, and the operators see `key` as sent. Throws BadRequest for an unknown policy or a bad key or cost.
    */
   check(policyName: string, key: string, cost: number): Promise<Decision> {
     try {
@@ -254,9 +261,8 @@ export class RateLimitService {
     }
     const clock = this.options.clock;
     const options = clock === undefined ? { cost } : { cost, now: clock.now() };
-    const k = policyKey(policyName, key);
-    if (this.sync && p.limiter.denialCache === undefined) return this.counted(policyName, p.limiter.checkSync(k, options), cost);
-    return p.limiter.check(k, options).then((d) => this.counted(policyName, d, cost));
+    if (this.sync && p.limiter.denialCache === undefined) return this.counted(policyName, p.limiter.checkSync(key, options), cost);
+    return p.limiter.check(key, options).then((d) => this.counted(policyName, d, cost));
   }
 
   private counted(policyName: string, d: Decision, cost: number): Decision {
@@ -353,7 +359,7 @@ export class RateLimitService {
       if (m.key.length > MAX_KEY_LENGTH) throw keyTooLong(i, m.key.length);
       total += cost;
       // a metric key other than the config path holds request values (a config path never does)
-      items.push({ index: i, limiter: rt.limiter, rt, key: m.key, cost, spec, report: reportOf(spec), metricKey: m.metricKey, fromRequest: m.metricKey !== spec.path, own });
+      items.push({ index: i, limiter: rt.limiter, rt, key: m.client, cost, spec, report: reportOf(spec), metricKey: m.metricKey, fromRequest: m.metricKey !== spec.path, own });
     }
     if (total > MAX_AMOUNT) checkTotals(items);
     let live = items;
@@ -427,7 +433,7 @@ export class RateLimitService {
     if (this.overrides.size >= MAX_OVERRIDES && !this.evictIdleOverride(now)) {
       throw new BadRequest(`descriptors[${i}].limit`, `is one more distinct request limit than the ${MAX_OVERRIDES} in use; at most ${MAX_OVERRIDES} are kept at once (one in use stays until its window ends)`);
     }
-    const limiter = new Limiter({ rules: [...spec.rules], store: this.store, dryRun: this.options.shadowMode === true, denialCache: this.options.denialCache === true });
+    const limiter = new Limiter({ rules: [...spec.rules], store: this.store, dryRun: this.options.shadowMode === true, denialCache: this.options.denialCache === true, namespace: domainSpace(spec.domain) });
     rt = {
       limiter, fingerprint: spec.fingerprint, policyField: policyField(limiter.policy.rules, undefined), writer: new LimitFieldWriter(limiter.policy.rules),
       per: spec.rules[0].per, lastUsed: now,
@@ -595,7 +601,10 @@ function carries(old: Runtime | undefined, next: Runtime): boolean {
   return old !== undefined && next.limiter.policy.compatible(old.limiter.policy);
 }
 
-/** policyKey — a native policy's store key for a client: the policy's name and the key, injectively. */
+/**
+ * policyKey — a native policy's store key for a client: the policy's name and the key, injectively. With key '', the
+ * namespace of the policy's limiter (the store puts it in front of every client key).
+ */
 export function policyKey(policy: string, key: string): string {
   return `${policy.length}:${policy}:${key}`;
 }

@@ -6,8 +6,12 @@ import type { Policy } from '../core/policy.js';
  * Stores persist; the core decides (the memory store runs core/policy.ts in-process, the Redis store its Lua twin).
  */
 export interface Store {
-  /** attach — binds the store to one policy (one limiter). The same store may serve several limiters. */
-  attach(policy: Policy): BoundStore;
+  /**
+   * attach — binds the store to one policy (one limiter). The same store may serve several limiters. `namespace`
+   * (the limiter's, '' for none) goes in front of every client key where the store is shared by limiters of the same
+   * rules (Redis: inside the hash tag); the bound store's methods take and list client keys without it.
+   */
+  attach(policy: Policy, namespace?: string): BoundStore;
   /**
    * evaluateAll — decides several parts (each bound to this store, naming distinct states) as one request,
    * all-or-nothing: every part decides on its stored state; when every part's decision is `allowed`, every part is
@@ -24,7 +28,7 @@ export interface Store {
    * (ms; undefined: the store's clock). Returns undefined when the store cannot (the limiter then attaches `to`
    * fresh). Optional.
    */
-  succeed?(from: Policy, to: Policy, now: number | undefined): BoundStore | undefined;
+  succeed?(from: Policy, to: Policy, now: number | undefined, namespace?: string): BoundStore | undefined;
   /** detach — the policy is no longer used by any limiter: the store may forget what it keeps for it in process. */
   detach?(policy: Policy): void;
 }

@@ -105,7 +105,8 @@ export function adminCases(makeStore: () => Store): void {
       ['reason too long', 'admin/blocks', { method: 'POST', body: { key: 'k', reason: 'r'.repeat(501) } }, 'reason'],
       ['unknown field', 'admin/blocks', { method: 'POST', body: { key: 'k', duration: '1m' } }, 'duration'],
       ['limiter unknown (body)', 'admin/blocks', { method: 'POST', body: { key: 'k', limiter: 'nope' } }, 'limiter'],
-      ['exemption with a reason', 'admin/exemptions', { method: 'POST', body: { key: 'k', reason: 'vip' } }, 'reason'],
+      ['exemption reason too long', 'admin/exemptions', { method: 'POST', body: { key: 'k', reason: 'r'.repeat(501) } }, 'reason'],
+      ['exemption reason a number', 'admin/exemptions', { method: 'POST', body: { key: 'k', reason: 5 } }, 'reason'],
       ['exemption for', 'admin/exemptions', { method: 'POST', body: { key: 'k', for: '1 fortnight' } }, 'for'],
       ['unblock: limiter unknown', 'admin/blocks/k?limiter=nope', { method: 'DELETE' }, 'limiter'],
     ];
@@ -192,10 +193,15 @@ export function adminCases(makeStore: () => Store): void {
       const key = 'partner/42';
       for (let i = 0; i < 3; i++) await api.check(key);
       assert.equal((await api.check(key)).reason, 'limited');
-      const e = await call(url(), 'admin/exemptions', { method: 'POST', token: TOKEN, body: { key, for: 60_000, limiter: 'api' } });
+      const e = await call(url(), 'admin/exemptions', { method: 'POST', token: TOKEN, body: { key, for: 60_000, limiter: 'api', reason: 'partner contract' } });
       assert.equal(e.status, 201, e.text);
+      assert.equal(e.json.reason, 'partner contract');
       assert.equal((await api.check(key)).reason, 'exempt');
-      assert.deepEqual((await call(url(), 'admin/exemptions', { token: TOKEN })).json.exemptions.map((x: any) => [x.limiter, x.key]), [['api', key]]);
+      // an exemption's reason is kept and listed like a block's (DESIGN.md: exempt(key, { for?, reason? }))
+      assert.deepEqual((await call(url(), 'admin/exemptions', { token: TOKEN })).json.exemptions.map((x: any) => [x.limiter, x.key, x.reason]), [['api', key, 'partner contract']]);
+      assert.equal((await api.exemptions())[0].reason, 'partner contract');
+      const seen = await call(url(), `admin/keys/${encodeURIComponent(key)}?limiter=api`, { token: TOKEN });
+      assert.equal(seen.json.limiters[0].override.reason, 'partner contract');
       await call(url(), `admin/exemptions/${encodeURIComponent(key)}`, { method: 'DELETE', token: TOKEN });
       assert.equal((await api.check(key)).reason, 'limited');
       const r = await call(url(), `admin/keys/${encodeURIComponent(key)}/reset?limiter=api`, { method: 'POST', token: TOKEN });

@@ -17,6 +17,39 @@ function indexCases(suite: RedisSuite<unknown, any>): void {
   const make = (prefix: string, opts: object = {}): Limiter =>
     limiter({ rules: [rules.gcra({ limit: 5, per: '1s' })], store: new RedisStore({ client: suite.client, prefix }), ...opts });
 
+  it('a namespace is below the API: client keys in and out, Redis keys those of the full key (old and new instances share state)', async () => {
+    const prefix = uniquePrefix('ns');
+    const store = new RedisStore({ client: suite.client, prefix });
+    // two limiters of the same rules (one policy id) kept apart by their namespaces, and an instance of before the
+    // namespace moved below the API, which put it in the key itself
+    const a = limiter({ rules: [rules.fixedWindow({ limit: 5, per: '1h' })], store, namespace: '3:api:' });
+    const b = limiter({ rules: [rules.fixedWindow({ limit: 5, per: '1h' })], store, namespace: '5:login:' });
+    const old = limiter({ rules: [rules.fixedWindow({ limit: 5, per: '1h' })], store });
+    const key = 'alice {x} %';
+    for (let i = 0; i < 3; i++) await a.check(key);
+    assert.equal((await old.peek(`3:api:${key}`)).remaining, 2, 'the old instance sees the same counter');
+    assert.equal((await b.peek(key)).remaining, 5, 'the other namespace is another client');
+    const id = (a.bound as unknown as { id: string }).id;
+    assert.equal(await suite.client.exists(`${prefix}{${encodeKey(`3:api:${key}`)}}:${id}`), 1, 'the Redis key is byte-identical to the full key\'s');
+    await old.check(`3:api:${key}`);
+    assert.equal((await a.peek(key)).remaining, 1);
+
+    await a.block(key, { reason: 'abuse' });
+    await b.exempt('bob', { reason: 'partner' });
+    assert.deepEqual((await a.blocks()).map((x) => [x.key, x.reason]), [[key, 'abuse']], 'listed by the client key, only in its namespace');
+    assert.deepEqual(await b.blocks(), []);
+    assert.deepEqual((await b.exemptions()).map((x) => [x.key, x.reason]), [['bob', 'partner']]);
+    assert.deepEqual(await a.exemptions(), []);
+    assert.equal((await a.inspect(key)).override?.reason, 'abuse');
+    assert.equal((await old.check(`3:api:${key}`)).reason, 'blocked', 'the old instance honours the new one\'s block');
+    assert.ok((await old.blocks()).some((x) => x.key === `3:api:${key}`), 'and lists it under the full key');
+    await old.block('5:login:carol');
+    assert.equal((await b.check('carol')).reason, 'blocked', 'the new instance honours the old one\'s block');
+    assert.ok((await b.blocks()).some((x) => x.key === 'carol'));
+    await a.unblock(key);
+    assert.equal((await a.check(key)).reason, 'allowed');
+  });
+
   it('blocks and exemptions are listed from the index, with reason, end and start; unblock and exempt move them', async () => {
     const lim = make(uniquePrefix('idx'));
     const t0 = Date.now();

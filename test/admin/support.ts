@@ -15,10 +15,9 @@ export async function call(base: string, path: string, options: { method?: strin
   const headers: Record<string, string> = { ...options.headers };
   if (options.token !== undefined) headers.authorization = `Bearer ${options.token}`;
   let body: string | undefined;
-  if (options.body !== undefined) {
-    body = typeof options.body === 'string' ? options.body : JSON.stringify(options.body);
-    headers['content-type'] ??= 'application/json';
-  }
+  if (options.body !== undefined) body = typeof options.body === 'string' ? options.body : JSON.stringify(options.body);
+  // a change is declared as JSON, as the listener requires (a form or a no-cors fetch of a web page cannot)
+  if (options.body !== undefined || (options.method !== undefined && options.method !== 'GET' && options.method !== 'HEAD')) headers['content-type'] ??= 'application/json';
   const res = await fetch(new URL(path, base), { method: options.method ?? 'GET', headers, body });
   const text = await res.text();
   let json: unknown;

@@ -55,18 +55,18 @@ describe('the admin listener of the service', () => {
 
   test('a block from the admin API refuses the client\'s next check; unblock lets it in again', async () => {
     const limiterName = 'policy:api';
-    // the service namespaces a policy's clients: the key as stored is the one the top list shows
+    // the top list shows the key as the client sent it, and a block by that key refuses the client
     const top = await json(`${running.adminUrl}admin/top?n=20&limiter=${encodeURIComponent(limiterName)}`);
     const entry = JSON.stringify(top.body).match(/"key":"([^"]*abuser)"/);
     assert.ok(entry, JSON.stringify(top.body));
     const key = entry[1];
-    const blocked = await json(`${running.adminUrl}admin/blocks`, { method: 'POST', body: JSON.stringify({ key, for: '1h', reason: 'test' }) });
+    const blocked = await json(`${running.adminUrl}admin/blocks`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ key, for: '1h', reason: 'test' }) });
     assert.ok(blocked.status === 200 || blocked.status === 201, JSON.stringify(blocked));
     const refused = await check('abuser');
     assert.equal(refused.status, 429);
     assert.equal(refused.body.reason, 'blocked');
     assert.equal(refused.body.blockReason, 'test');
-    const lifted = await fetch(`${running.adminUrl}admin/blocks/${encodeURIComponent(key)}`, { method: 'DELETE' });
+    const lifted = await fetch(`${running.adminUrl}admin/blocks/${encodeURIComponent(key)}`, { method: 'DELETE', headers: { 'content-type': 'application/json' } });
     assert.ok(lifted.status < 300, String(lifted.status));
     const again = await check('abuser');
     assert.equal(again.status, 200);

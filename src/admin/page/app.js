@@ -23,6 +23,24 @@
     return e;
   }
 
+  // UNSEEN — characters that change how the text around them is shown or are not shown at all (controls, bidi
+  // marks, embeddings, overrides and isolates, zero-width ones, lone surrogates): a key holding them could pass for
+  // another, so they are shown as \uXXXX escapes, and the key is marked. Keys are never cut: they wrap.
+  const UNSEEN = /[\u0000-\u001f\u007f-\u009f\u00ad\u061c\u180e\u200b-\u200f\u2028-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
+  /** shown — a key as text that cannot pass for another key: every UNSEEN character written as \uXXXX (and a backslash as \\ then, so that the escapes are unambiguous). */
+  function shown(key) {
+    const k = String(key);
+    UNSEEN.lastIndex = 0;
+    if (!UNSEEN.test(k)) return k;
+    return k.replace(/\\/g, '\\\\').replace(UNSEEN, (c) => `\\u${c.charCodeAt(0).toString(16).toUpperCase().padStart(4, '0')}`);
+  }
+  /** keyCell — a table cell showing a key whole, isolated from the text around it, marked when it holds escapes. */
+  function keyCell(key) {
+    const text = shown(key);
+    const marked = text !== String(key);
+    return el('td', { class: marked ? 'key escaped' : 'key', dir: 'ltr', title: marked ? 'this key holds invisible or direction-changing characters, shown as \\uXXXX' : undefined }, text);
+  }
+
   function status(text, error) {
     const s = $('status');
     s.textContent = text;
@@ -33,8 +51,10 @@
   async function api(path, options) {
     const headers = { accept: 'application/json' };
     if (token) headers.authorization = `Bearer ${token}`;
-    if (options && options.body !== undefined) headers['content-type'] = 'application/json';
-    const res = await fetch(`admin/${path}`, { method: (options && options.method) || 'GET', headers, body: options && options.body !== undefined ? JSON.stringify(options.body) : undefined, cache: 'no-store' });
+    // a change is always declared as JSON: the listener refuses any other (a form or a no-cors fetch of another page)
+    const method = (options && options.method) || 'GET';
+    if (method !== 'GET') headers['content-type'] = 'application/json';
+    const res = await fetch(`admin/${path}`, { method, headers, body: options && options.body !== undefined ? JSON.stringify(options.body) : undefined, cache: 'no-store' });
     const data = res.headers.get('content-type')?.includes('json') ? await res.json() : null;
     if (res.status === 401) {
       $('token-form').hidden = false;
@@ -102,9 +122,9 @@
     const body = $('top').tBodies[0];
     const rows = top.top.map((e) => {
       const blockBtn = el('button', { type: 'button', class: e.blocked ? 'secondary' : 'danger', onclick: () => e.blocked ? unblock(e.key, e.limiter) : prepareBlock(e.key, e.limiter) }, e.blocked ? 'Unblock' : 'Block…');
-      blockBtn.setAttribute('aria-label', `${e.blocked ? 'Unblock' : 'Block'} ${e.key}`);
+      blockBtn.setAttribute('aria-label', `${e.blocked ? 'Unblock' : 'Block'} ${shown(e.key)}`);
       return el('tr', { class: e.blocked ? 'blocked' : '' },
-        el('td', { class: 'key' }, e.key),
+        keyCell(e.key),
         el('td', {}, e.limiter),
         el('td', { class: 'num', title: `± ${fmtRate(e.error)}/s${e.measured !== undefined ? `; its rules measured ${fmtRate(e.measured)}/s` : ''}` }, fmtRate(e.rate)),
         el('td', { class: 'num' }, fmtRate(e.refusedRate)),
@@ -131,18 +151,18 @@
   function drawOverrides(list, table, empty, withReason, onRemove, label) {
     const body = $(table).tBodies[0];
     body.replaceChildren(...list.map((o) => el('tr', {},
-      el('td', { class: 'key' }, o.key),
+      keyCell(o.key),
       el('td', {}, o.limiter),
       el('td', {}, until(o.until)),
-      withReason ? el('td', {}, o.reason || '') : null,
-      el('td', {}, el('button', { type: 'button', class: 'secondary', 'aria-label': `${label} ${o.key}`, onclick: () => onRemove(o.key, o.limiter) }, label)))));
+      withReason ? el('td', {}, shown(o.reason || '')) : null,
+      el('td', {}, el('button', { type: 'button', class: 'secondary', 'aria-label': `${label} ${shown(o.key)}`, onclick: () => onRemove(o.key, o.limiter) }, label)))));
     $(empty).hidden = list.length > 0;
   }
 
   async function unblock(key, limiter) {
     try {
       await api(`blocks/${encodeURIComponent(key)}${limiter ? `?limiter=${encodeURIComponent(limiter)}` : ''}`, { method: 'DELETE' });
-      status(`Unblocked ${key}.`);
+      status(`Unblocked ${shown(key)}.`);
       await refreshLists();
     } catch (e) { status(e.message, true); }
   }
@@ -150,7 +170,7 @@
   async function unexempt(key, limiter) {
     try {
       await api(`exemptions/${encodeURIComponent(key)}${limiter ? `?limiter=${encodeURIComponent(limiter)}` : ''}`, { method: 'DELETE' });
-      status(`Exemption of ${key} lifted.`);
+      status(`Exemption of ${shown(key)} lifted.`);
       await refreshLists();
     } catch (e) { status(e.message, true); }
   }
@@ -160,11 +180,11 @@
     if (!key) { $('block-key').focus(); return; }
     const body = { key };
     if ($('block-for').value.trim()) body.for = $('block-for').value.trim();
-    if (kind === 'blocks' && $('block-reason').value) body.reason = $('block-reason').value;
+    if ($('block-reason').value) body.reason = $('block-reason').value;
     if ($('block-limiter').value) body.limiter = $('block-limiter').value;
     try {
       await api(kind, { method: 'POST', body });
-      status(`${kind === 'blocks' ? 'Blocked' : 'Exempted'} ${key}${body.for ? ` for ${body.for}` : ''}.`);
+      status(`${kind === 'blocks' ? 'Blocked' : 'Exempted'} ${shown(key)}${body.for ? ` for ${body.for}` : ''}.`);
       await refreshLists();
     } catch (e) { status(e.message, true); }
   }
@@ -236,7 +256,7 @@
     const refused = !e.allowed || e.reason === 'dry-run';
     const text = e.skipped && !e.key
       ? `… ${e.skipped} events skipped`
-      : `${new Date(e.t).toLocaleTimeString()}  ${e.limiter}  ${e.reason.padEnd(8)}  ${e.key}${e.rule ? `  (${e.rule})` : ''}${e.skipped ? `  (+${e.skipped} refusals not shown)` : ''}`;
+      : `${new Date(e.t).toLocaleTimeString()}  ${e.limiter}  ${e.reason.padEnd(8)}  ${shown(e.key)}${e.rule ? `  (${e.rule})` : ''}${e.skipped ? `  (+${e.skipped} refusals not shown)` : ''}`;
     list.prepend(el('li', { class: refused ? 'refused' : '' }, text));
     while (list.childElementCount > 200) list.lastElementChild.remove();
   }
@@ -262,7 +282,7 @@
     ]);
     drawTop(top);
     drawOverrides(blocks.blocks, 'blocks', 'blocks-empty', true, unblock, 'Unblock');
-    drawOverrides(exemptions.exemptions, 'exemptions', 'exemptions-empty', false, unexempt, 'Lift');
+    drawOverrides(exemptions.exemptions, 'exemptions', 'exemptions-empty', true, unexempt, 'Lift');
   }
 
   async function refreshConfig() {
@@ -303,7 +323,7 @@
     if (inspected === null) return;
     try {
       await api(`keys/${encodeURIComponent(inspected)}/reset`, { method: 'POST', body: {} });
-      status(`Reset ${inspected}.`);
+      status(`Reset ${shown(inspected)}.`);
       await inspect(inspected);
     } catch (e) { status(e.message, true); }
   });

@@ -51,7 +51,24 @@ export const escPattern = (s: string): string => escape(s, PATTERN);
  * {@link Match.key} is this key unless a `share_threshold` wildcard replaced some values.
  */
 export function descriptorKey(domain: string, entries: readonly { key: string; value: string }[]): string {
-  let out = escDomain(domain) + ':';
+  return domainSpace(domain) + entriesKey(entries);
+}
+
+/**
+ * domainSpace — the namespace of a domain's limiters in the store: `domain:` (escaped), what {@link descriptorKey}
+ * puts in front of {@link entriesKey}. The limiter adds it below its API, so Redis keys are the full descriptor keys.
+ */
+export function domainSpace(domain: string): string {
+  return escDomain(domain) + ':';
+}
+
+/**
+ * entriesKey — the client key of a descriptor as the operators see it, the domain left out (the limiter is per
+ * domain already): `remote_address=10.0.0.1`, `message_type=marketing&to_number=2061111111`, escaped as in
+ * {@link descriptorKey}.
+ */
+export function entriesKey(entries: readonly { key: string; value: string }[]): string {
+  let out = '';
   for (let i = 0; i < entries.length; i++) {
     if (i > 0) out += '&';
     out += escKey(entries[i].key) + '=' + escValue(entries[i].value);
@@ -60,11 +77,31 @@ export function descriptorKey(domain: string, entries: readonly { key: string; v
 }
 
 /**
+ * clientKeyOf — the operators' spelling of a client key for the limit of config id `id` (`edge:remote_address`):
+ * where the limit's descriptors have one entry, a bare value (`10.0.0.1`) means that entry (`remote_address=10.0.0.1`,
+ * the value escaped); a key already written as `remote_address=…`, and any key of a limit with several entries, is
+ * taken as it is. Undefined when there is nothing to translate (several entries).
+ */
+export function clientKeyOf(id: string): ((key: string) => string) | undefined {
+  const colon = id.indexOf(':');
+  const path = colon < 0 ? id : id.slice(colon + 1);
+  if (path === '' || path.includes('&')) return undefined;
+  const eq = path.indexOf('=');
+  const head = `${eq < 0 ? path : path.slice(0, eq)}=`;
+  return (key) => (key.startsWith(head) ? key : head + escValue(key));
+}
+
+/**
  * sharedKey — the key with the entries whose index has a pattern in `patterns` written as that pattern
  * (`share_threshold`).
  */
 export function sharedKey(domain: string, entries: readonly { key: string; value: string }[], patterns: readonly (string | undefined)[]): string {
-  let out = escDomain(domain) + ':';
+  return domainSpace(domain) + sharedEntriesKey(entries, patterns);
+}
+
+/** sharedEntriesKey — {@link sharedKey} without the domain: the client key a `share_threshold` wildcard shares. */
+export function sharedEntriesKey(entries: readonly { key: string; value: string }[], patterns: readonly (string | undefined)[]): string {
+  let out = '';
   for (let i = 0; i < entries.length; i++) {
     if (i > 0) out += '&';
     const p = patterns[i];

@@ -72,6 +72,12 @@ export interface Match {
    */
   key: string;
   /**
+   * client — the client's key in the limit's limiter, as the operators see it: {@link key} without the domain
+   * (`remote_address=10.0.0.1`). The limiter puts the domain back below its API (its namespace), so the store key is
+   * {@link key}.
+   */
+  client: string;
+  /**
    * metricKey — the metric label, as envoyproxy/ratelimit builds its stats key (without the leading `domain.`): the
    * config path, with request values only where `detailed_metric` or `value_to_metric` ask for them.
    */

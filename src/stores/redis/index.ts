@@ -286,8 +286,8 @@ export class RedisStore implements Store {
     if (corked !== undefined) for (const sock of corked) sock.uncork();
   };
 
-  attach(policy: Policy): RedisBound {
-    return new RedisBound(this, policy);
+  attach(policy: Policy, namespace = ''): RedisBound {
+    return new RedisBound(this, policy, namespace);
   }
 
   /**
@@ -298,11 +298,11 @@ export class RedisStore implements Store {
    * forgive early; judged at `now` (ms; undefined: the server's clock, as the checks). Without an id the keys are
    * named by the rules: undefined (the clients start fresh).
    */
-  succeed(from: Policy, to: Policy, now: number | undefined): RedisBound | undefined {
+  succeed(from: Policy, to: Policy, now: number | undefined, namespace = ''): RedisBound | undefined {
     if (to.id === undefined || from.id !== to.id || !to.compatible(from)) return undefined;
     // the 'memory' fallback's table (what this instance decided while Redis was away, its remembered blocks) carries too
     this.fallback?.succeed(from, to, localClock());
-    const bound = this.attach(to);
+    const bound = this.attach(to, namespace);
     if (lengthens(from, to)) bound.retimed = retime(bound.scanner(now), this.prefix, bound.id).catch(() => -1);
     return bound;
   }
@@ -753,8 +753,14 @@ export class RedisBound implements BoundStore {
   private refunder: Script | undefined;
   /** lastLocal — the fallback's clock, never stepping back. */
   private lastLocal = -Infinity;
-  /** keyHead, keyTail — what surrounds the encoded client key in its Redis key: `<prefix>{` and `}:<policy id>`. */
+  /**
+   * keyHead, keyTail — what surrounds the encoded client key in its Redis key: `<prefix>{<encoded namespace>` and
+   * `}:<policy id>`. encodeKey escapes character by character, so head + encodeKey(key) is what encodeKey(namespace +
+   * key) was before the namespace moved out of the key: Redis keys are byte-identical to a full key's.
+   */
   private readonly keyHead: string;
+  /** space — the encoded namespace (the limiter's, '' for none): the head of every hash tag and index member of this bound. */
+  readonly space: string;
   private readonly keyTail: string;
   /** measures — per rule, 1 when its reply carries a rate, 2 a delay (earrrl and exponential; leakyBucket). */
   private readonly measures: Uint8Array;
@@ -768,13 +774,14 @@ export class RedisBound implements BoundStore {
   readonly remembers: boolean;
   private readonly overridden = new Map<string, Override['kind']>();
 
-  constructor(readonly store: RedisStore, readonly policy: Policy) {
+  constructor(readonly store: RedisStore, readonly policy: Policy, namespace = '') {
     this.id = policyId(policy);
     this.script = policyScript(policy);
     // the check script's SHA names the rules themselves (policies of one id with other limits share the key id, not a script)
     this.tupleId = policy.dryRun ? `${this.script.sha}~dry` : this.script.sha;
     this.fallbackTable = store.fallback?.attach(policy);
-    this.keyHead = `${store.prefix}{`;
+    this.space = encodeKey(namespace);
+    this.keyHead = `${store.prefix}{${this.space}`;
     this.keyTail = `}:${this.id}`;
     this.measures = new Uint8Array(policy.rules.map((r) => (hasRate(r.algorithm) ? 1 : hasDelay(r.algorithm) ? 2 : 0)));
     this.rulesBytes = 8 + this.measures.reduce((a, m) => a + (m === 0 ? 32 : 40), 0);
@@ -941,7 +948,7 @@ export class RedisBound implements BoundStore {
    * that master unknown: the bucket of the key's own slot, on the same master).
    */
   indexOf(key: string, own = false): IndexRef {
-    const encoded = encodeKey(key);
+    const encoded = this.space + encodeKey(key);
     let tag = STANDALONE_TAG;
     if (this.store.isCluster) {
       const slot = tagSlot(encoded);
@@ -966,7 +973,11 @@ export class RedisBound implements BoundStore {
   async overrides(now: number | undefined, maxAge = 0): Promise<OverrideEntry[]> {
     const all = await this.store.listing(now, maxAge);
     const out: OverrideEntry[] = [];
-    for (const { policy, entry } of all) if (policy === this.id) out.push({ ...entry, key: decodeKey(entry.key) });
+    const space = this.space;
+    for (const { policy, entry } of all) {
+      // the index is the policy's: this namespace's clients, listed by their own key
+      if (policy === this.id && entry.key.startsWith(space)) out.push({ ...entry, key: decodeKey(entry.key.slice(space.length)) });
+    }
     return out;
   }
 
@@ -984,7 +995,7 @@ export class RedisBound implements BoundStore {
 
   /** summaryKeys — where the processes' summaries of this policy live (one hash slot). */
   private summaryKeys(): { hash: string; seen: string } {
-    const base = `${this.store.prefix}{top:${this.id}}`;
+    const base = `${this.store.prefix}{top:${this.id}${this.space === '' ? '' : `:${this.space}`}}`;
     return { hash: `${base}:s`, seen: `${base}:w` };
   }
 
@@ -1050,10 +1061,10 @@ const MAX_COMPOUNDS = 256;
  * so the same client key is one slot, and different ones are compared by CRC16 (XMODEM) mod 16384.
  */
 function oneSlot(parts: readonly Part[]): boolean {
-  const first = encodeKey(parts[0].key);
+  const first = (parts[0].bound as RedisBound).space + encodeKey(parts[0].key);
   let slot = -1;
   for (let i = 1; i < parts.length; i++) {
-    const k = encodeKey(parts[i].key);
+    const k = (parts[i].bound as RedisBound).space + encodeKey(parts[i].key);
     if (k === first) continue;
     if (slot < 0) slot = keySlot(first);
     if (keySlot(k) !== slot) return false;
