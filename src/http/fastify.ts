@@ -12,6 +12,7 @@ import type { Decision } from '../core/types.js';
 import { RatekeeperError, show } from '../core/errors.js';
 import { didYouMean, unknownOption } from '../core/options.js';
 import { RateLimitCore, LIST_FIELDS, PROBLEM_TYPE, isPromise, mergeList, optionNames, type Facts, type RateLimitOptions, type Verdict } from './core.js';
+import { settleOn } from './node.js';
 
 export * from './core.js';
 export * from './headers.js';
@@ -81,6 +82,7 @@ function hookOf(core: RateLimitCore<FastifyRequest>, onLimited: FastifyRateLimit
       return;
     }
     if (v.kind === 'pass') {
+      settleOn(core, v, request, reply.raw);
       if (v.delay > 0) setTimeout(done, v.delay);
       else done();
       return;
