@@ -1,20 +1,20 @@
 /**
- * test/admin/demo-screenshot — the README's dashboard picture, from `ratekeeper demo` itself: starts the demo, lets
+ * bench/demo-screenshot — the README's dashboard picture, from `ratekeeper demo` itself: starts the demo, lets
  * its traffic run `seconds` (default 45: past the 40 s where the time axis used to run together), opens the dashboard
  * in Debian's headless Chromium at 1400 × 900 and saves docs/img/demo-dashboard.png. It also prints the chart
- * legend's text (values, not `--`). Not a test file: run it by hand after a change to the page:
- *   npx tsc -p tsconfig.json && node dist/test/admin/demo-screenshot.js [seconds]
+ * legend's text (values, not `--`). Not a test or a benchmark (nothing runs it for you; under test/ the test runner would): run it by hand after a change to the page:
+ *   npx tsc -p tsconfig.json && node dist/bench/demo-screenshot.js [seconds]
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
-import { runServiceDemo } from '../../src/server/demo.js';
+import { runServiceDemo } from '../src/server/demo.js';
 
 declare const document: any; // eslint-disable-line @typescript-eslint/no-explicit-any
 
-const root = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
+const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const seconds = Number(process.argv[2] ?? 45);
 const demo = await runServiceDemo({ port: 0, print: () => undefined });
 const profile = mkdtempSync(join(tmpdir(), 'rk-chromium-'));
