@@ -20,6 +20,7 @@ import { fromScenario, simulate, writeSimulation, type SimulationInput } from '.
 import { parseTraceCsv, type TimeUnit } from './sim/trace.js';
 
 
+/** HELP — `ratekeeper help`: the commands, each with its own --help. */
 const HELP = `ratekeeper — rate limiting that does not forgive a persistent abuser at every window boundary
 
 Usage:
@@ -27,11 +28,34 @@ Usage:
   ratekeeper config check PATH                   validate a service configuration
   ratekeeper simulate <scenario> [--out DIR] [--rules LIMITS [--algorithm NAME]]... [--half-life DURATION]
   ratekeeper simulate --trace FILE.csv --rules LIMITS [--algorithm NAME] [--half-life DURATION] [--out DIR]
-  ratekeeper demo [--port 6070] [--host 127.0.0.1] [--seconds N]   the operators' view on simulated traffic
+  ratekeeper demo [--port 6070] [--http-port N] [--grpc-port N] [--seconds N]
   ratekeeper help
 
-simulate replays requests through rules on a virtual clock (the memory store) and writes <name>.svg, a plot,
-and <name>.csv, every decision and rate estimate; it prints what was admitted and when clients were locked out.
+Commands:
+  serve          the limiter service: Envoy's RLS v3 (gRPC), POST /json, POST /v1/check, GET /v1/auth, the admin
+                 API and dashboard; memory or Redis                             (ratekeeper serve --help)
+  config check   validate a service configuration and summarize its limits   (ratekeeper config --help)
+  simulate       replay requests through rules on a virtual clock → a plot (SVG) and a CSV of every decision
+                                                                              (ratekeeper simulate --help)
+  demo           the service with simulated traffic and the operators' dashboard (ratekeeper demo --help)
+  help           this text
+
+Scenarios of simulate (the EARRRL document's figures):
+${Object.entries(SCENARIOS).map(([name, what]) => `  ${name.padEnd(18)}${what}`).join('\n')}
+
+Options of every command:
+  --help, -h             the command's usage and options
+  --version              the version
+`;
+
+/** SIMULATE_HELP — `ratekeeper simulate --help`: the simulator's options. */
+const SIMULATE_HELP = `ratekeeper simulate — replays requests through rules on a virtual clock (the memory store) and writes
+<name>.svg, a plot, and <name>.csv, every decision and rate estimate; it prints what was admitted and when clients
+were locked out.
+
+Usage:
+  ratekeeper simulate <scenario> [--out DIR] [--rules LIMITS [--algorithm NAME]]... [--half-life DURATION]
+  ratekeeper simulate --trace FILE.csv --rules LIMITS [--algorithm NAME] [--half-life DURATION] [--out DIR]
 
 Scenarios (the EARRRL document's figures):
 ${Object.entries(SCENARIOS).map(([name, what]) => `  ${name.padEnd(18)}${what}`).join('\n')}
@@ -53,7 +77,6 @@ Options:
   --name NAME            the output files' base name for a trace            default: the trace file's name
   --no-plot              write the CSV only (no need for vega and vega-lite)
   --help, -h             this text
-  --version              the version
 
 Examples:
   ratekeeper simulate abuser --out out
@@ -239,7 +262,11 @@ async function main(argv: string[]): Promise<number> {
     }
   }
   if (argv[0] === 'demo') {
-    return (await import('./server/demo.js')).serviceDemoCommand(argv.slice(1)).catch((e: unknown) => usage((e as Error).message));
+    // a bad flag is a usage error (2); a listener that cannot bind is a failure (1), named by startService
+    return (await import('./server/demo.js')).serviceDemoCommand(argv.slice(1)).catch((e: unknown) => {
+      if (e instanceof RatekeeperError) throw e;
+      return usage((e as Error).message);
+    });
   }
   let parsed;
   try {
@@ -272,6 +299,10 @@ async function main(argv: string[]): Promise<number> {
     process.stdout.write(`${version()}\n`);
     return 0;
   }
+  if (flags.help && command === 'simulate') {
+    process.stdout.write(SIMULATE_HELP);
+    return 0;
+  }
   if (flags.help || command === 'help') {
     process.stdout.write(HELP);
     return 0;
@@ -280,7 +311,7 @@ async function main(argv: string[]): Promise<number> {
     process.stderr.write(HELP);
     return 2;
   }
-  if (command !== 'simulate') usage(`unknown command ${show(command)}: use serve, config, simulate or help`);
+  if (command !== 'simulate') usage(`unknown command ${show(command)}: use serve, config, simulate, demo or help`);
   return simulateCommand(rest, flags);
 }
 

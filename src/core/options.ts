@@ -48,6 +48,51 @@ export function didYouMean(name: string, known: Iterable<string>): string {
 }
 
 /**
+ * FOREIGN — options of the rate limiters users come from (express-rate-limit, rate-limiter-flexible,
+ * @upstash/ratelimit), each with where the same idea lives here: an unknown option that is one of these gets a
+ * pointer instead of a bare "not an option". docs/migrating/ has one page per library.
+ */
+const FOREIGN: ReadonlyMap<string, string> = new Map([
+  ['windowMs', "express-rate-limit's window goes in `rules` with its limit, e.g. rules: '100/15m'; see docs/migrating/express-rate-limit.md"],
+  ['max', "express-rate-limit's max goes in `rules` with its window, e.g. rules: '100/15m'; see docs/migrating/express-rate-limit.md"],
+  ['limit', "a limit goes in `rules` with its period, e.g. rules: '100/15m' or [rules.gcra({ limit: 100, per: '15m' })]"],
+  ['keyGenerator', "the client's key is `key`, e.g. key: (req) => req.user.id"],
+  ['handler', "a refused request is answered by `onLimited` (default: 429 with a problem+json body)"],
+  ['message', "a refused request's body is `onLimited`'s to write (default: a problem+json body)"],
+  ['statusCode', "a refused request's status is `onLimited`'s to choose (default: 429)"],
+  ['standardHeaders', "the IETF RateLimit and RateLimit-Policy fields are on by default (`headers`); `legacyHeaders` adds X-RateLimit-*"],
+  ['requestPropertyName', 'the decision is on req.rateLimit (Express), request.rateLimit (Fastify), c.get(\'rateLimit\') (Hono)'],
+  ['points', "rate-limiter-flexible's points per duration go in `rules`, e.g. rules: '10/1s'; see docs/migrating/rate-limiter-flexible.md"],
+  ['duration', "rate-limiter-flexible's points per duration go in `rules`, e.g. rules: '10/1s'; see docs/migrating/rate-limiter-flexible.md"],
+  ['blockDuration', "block a client for a while with limiter.block(key, { for: '15m', reason }) when a decision refuses it; see docs/migrating/rate-limiter-flexible.md"],
+  ['keyPrefix', "the Redis key prefix is redisStore({ client, prefix }) (ratekeeper/redis)"],
+  ['storeClient', "a Redis client goes to the store: store: redisStore({ client }) (ratekeeper/redis)"],
+  ['execEvenly', "smoothing is rules.leakyBucket with the middleware's shaping: { maxDelay }"],
+  ['inMemoryBlockOnConsumed', "refusals answered in-process until their retryAfter: denialCache: true"],
+  ['insuranceLimiter', "when Redis fails, redisStore({ client, onError: 'memory' }) decides on a local memory store"],
+  ['redis', "a Redis client goes to the store: store: redisStore({ client }) (ratekeeper/redis); see docs/migrating/upstash-ratelimit.md"],
+  ['analytics', "observe: true counts decisions and finds the heaviest clients (ratekeeper/admin shows them)"],
+  ['ephemeralCache', "refusals answered in-process until their retryAfter: denialCache: true"],
+]);
+
+/** FOREIGN_WHERE — the option objects where other libraries' names are looked for: the limiter's and the middleware's. */
+const FOREIGN_WHERE: ReadonlySet<string> = new Set(['limiter', 'rateLimit', 'ratekeeperPlugin', 'config.rateLimit']);
+
+/** foreignHint — `' (express-rate-limit's window goes in …)'` when `name` is another library's option, else `''`. */
+export function foreignHint(name: string): string {
+  const hint = FOREIGN.get(name);
+  return hint === undefined ? '' : ` (${hint})`;
+}
+
+/**
+ * hintFor — the pointer for an unknown option `name` of `where`: another library's option (in the limiter's and the
+ * middleware's options), else the nearest known name.
+ */
+export function hintFor(name: string, known: Iterable<string>, where: string): string {
+  return (FOREIGN_WHERE.has(where) ? foreignHint(name) : '') || didYouMean(name, known);
+}
+
+/**
  * unknownOption — the first own key of `options` that is not in `known`, or undefined. Cheap enough for a hot path's
  * cold branch; callers that see the same options shape on every call should cache that it passed.
  */
@@ -67,7 +112,7 @@ export function checkOptions(
   const bad = unknownOption(options, known);
   if (bad === undefined) return;
   const value = (options as Record<string, unknown>)[bad];
-  throw new RatekeeperError(`${where}.${bad} is not an option of ${where}${didYouMean(bad, known)}, got ${show(value)}`, code);
+  throw new RatekeeperError(`${where}.${bad} is not an option of ${where}${hintFor(bad, known, where)}, got ${show(value)}`, code);
 }
 
 /**

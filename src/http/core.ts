@@ -82,6 +82,25 @@ export interface RateLimitOptions<Req> extends ClientKeyOptions {
   onLimiterError?: 'reject' | 'pass';
   /** onError — told about every such error (to log it); its own errors are ignored. */
   onError?: (error: unknown, req: Req) => void;
+  /**
+   * skipFailedRequests — count only the requests that succeed: a request is charged when it is decided, and its
+   * charge is given back (`limiter.refund`) once its response says it failed (see `requestWasSuccessful`; a
+   * connection closed before the response was complete is a failure). express-rate-limit's option of the same name.
+   * @default false
+   */
+  skipFailedRequests?: boolean;
+  /**
+   * skipSuccessfulRequests — count only the requests that fail: the brute-force limit of a login form, which a
+   * user who types the password right never runs into. Charged at the decision, given back once the response
+   * succeeded. @default false
+   */
+  skipSuccessfulRequests?: boolean;
+  /**
+   * requestWasSuccessful — whether a response counts as a success, from the request and the response's status.
+   * Used with skipFailedRequests / skipSuccessfulRequests.
+   * @default (req, status) => status < 400
+   */
+  requestWasSuccessful?: (req: Req, status: number) => Awaitable<boolean>;
 }
 
 /**
@@ -92,6 +111,7 @@ export interface RateLimitOptions<Req> extends ClientKeyOptions {
 export const RATE_LIMIT_OPTIONS: ReadonlySet<string> = new Set([
   'limiter', 'rules', 'store', 'dryRun', 'clock', 'key', 'skip', 'cost', 'quotaUnit', 'headers', 'legacyHeaders',
   'partitionKey', 'shaping', 'onLimiterError', 'onError', 'trustProxy', 'proxyHeader', 'ipv6Prefix', 'ipv4Prefix',
+  'skipFailedRequests', 'skipSuccessfulRequests', 'requestWasSuccessful',
 ]);
 
 /** optionNames — {@link RATE_LIMIT_OPTIONS} and an adapter's own names. */
@@ -124,6 +144,8 @@ export interface Verdict {
   /** decision — the limiter's decision (absent when skipped or on error). */
   decision?: Decision;
   key?: string;
+  /** cost — what the request was charged (set only when the middleware counts by outcome: see RateLimitCore.settle). */
+  cost?: number;
   /** body — the application/problem+json body of a refusal. */
   body?: string;
   error?: unknown;
@@ -182,6 +204,14 @@ export class RateLimitCore<Req> {
   private readonly rules: readonly RuleConfig[];
   /** chains — per key, the tail of the shaped checks in flight (asynchronous stores only); removed when idle. */
   private readonly chains = new Map<string, Promise<void>>();
+  /**
+   * byOutcome — skipFailedRequests or skipSuccessfulRequests is on: an admitted request's charge may be given back
+   * once its response is known (adapters then call {@link settle}); false costs the hot path nothing.
+   */
+  readonly byOutcome: boolean;
+  /** refundSuccesses — skipSuccessfulRequests: a success's charge goes back; else a failure's does. */
+  private readonly refundSuccesses: boolean;
+  private readonly wasSuccessful: ((req: Req, status: number) => Awaitable<boolean>) | undefined;
 
   /**
    * @param known — the names `options` may have (the adapter's whole set: its own and RATE_LIMIT_OPTIONS).
@@ -239,6 +269,16 @@ export class RateLimitCore<Req> {
     const mode = options.onLimiterError ?? 'reject';
     if (mode !== 'reject' && mode !== 'pass') throw new RatekeeperError(`onLimiterError must be 'reject' or 'pass', got ${show(mode)}`);
     this.failOpen = mode === 'pass';
+    const skipFailed = bool(options.skipFailedRequests, 'skipFailedRequests', false);
+    const skipSuccessful = bool(options.skipSuccessfulRequests, 'skipSuccessfulRequests', false);
+    if (skipFailed && skipSuccessful) throw new RatekeeperError(`give skipFailedRequests or skipSuccessfulRequests, not both: with both no request would count`);
+    if (options.requestWasSuccessful !== undefined) {
+      if (typeof options.requestWasSuccessful !== 'function') throw new RatekeeperError(`requestWasSuccessful must be a function (req, status) => boolean, got ${show(options.requestWasSuccessful)}`);
+      if (!skipFailed && !skipSuccessful) throw new RatekeeperError(`requestWasSuccessful is used only with skipFailedRequests or skipSuccessfulRequests: give one of them`);
+    }
+    this.byOutcome = skipFailed || skipSuccessful;
+    this.refundSuccesses = skipSuccessful;
+    this.wasSuccessful = options.requestWasSuccessful;
     const clock = options.clock;
     this.timed = clock !== undefined;
     this.now = clock ? () => clock.now() : Date.now;
@@ -273,9 +313,56 @@ export class RateLimitCore<Req> {
   }
 
   private costed(req: Req, key: string): Awaitable<Verdict> {
-    if (this.costFn === undefined) return this.decide(key, this.costConst);
+    if (this.costFn === undefined) return this.charged(key, this.costConst);
     const c = this.costFn(req);
-    return isPromise(c) ? Promise.resolve(c).then((v) => this.decide(key, v)) : this.decide(key, c);
+    return isPromise(c) ? Promise.resolve(c).then((v) => this.charged(key, v)) : this.charged(key, c);
+  }
+
+  /** charged — {@link decide}, with the cost written on the verdict when the middleware counts by outcome. */
+  private charged(key: string, cost: number): Awaitable<Verdict> {
+    const v = this.decide(key, cost);
+    if (!this.byOutcome) return v;
+    if (isPromise(v)) return v.then((x) => { x.cost = cost; return x; });
+    v.cost = cost;
+    return v;
+  }
+
+  /**
+   * refundable — a verdict whose charge {@link settle} may give back: a request that passed and was charged
+   * (reason 'allowed'; exempt, blocked, refused and dry-run refusals charged nothing to give back).
+   */
+  refundable(v: Verdict): boolean {
+    return this.byOutcome && v.kind === 'pass' && v.decision?.reason === 'allowed' && v.key !== undefined && (v.cost ?? 0) > 0;
+  }
+
+  /**
+   * settle — how a passed request ended: its response's `status`, or undefined when the connection closed before
+   * the response was complete (a failure, as express-rate-limit counts it). Gives the request's charge back
+   * (`limiter.refund`) when that outcome is not counted: a failure under skipFailedRequests, a success under
+   * skipSuccessfulRequests. The adapters call it once per refundable verdict. Never throws; errors go to onError.
+   */
+  settle(v: Verdict, req: Req, status: number | undefined): void {
+    if (!this.refundable(v)) return;
+    const give = (success: boolean): void => {
+      if (success !== this.refundSuccesses) return;
+      const now = this.timed ? this.now() : undefined;
+      this.limiter.refund(v.key as string, { cost: v.cost as number, now }).then(undefined, (e: unknown) => this.report(e, req));
+    };
+    try {
+      if (status === undefined) return give(false);
+      if (this.wasSuccessful === undefined) return give(status < 400);
+      const ok = this.wasSuccessful(req, status);
+      if (isPromise(ok)) Promise.resolve(ok).then((x) => give(x === true), (e: unknown) => this.report(e, req));
+      else give(ok === true);
+    } catch (e) {
+      this.report(e, req);
+    }
+  }
+
+  /** report — tells onError (if any) about an error after the response: nothing else can be done with it. */
+  private report(error: unknown, req: Req): void {
+    if (this.onError === undefined) return;
+    try { this.onError(error, req); } catch { /* a logger's failure is ignored */ }
   }
 
   private decide(key: string, cost: number): Awaitable<Verdict> {

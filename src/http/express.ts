@@ -7,7 +7,7 @@
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import type { Decision } from '../core/types.js';
 import { RateLimitCore, PROBLEM_TYPE, hold, isPromise, optionNames, type Facts, type RateLimitOptions, type Verdict } from './core.js';
-import { setHeaders } from './node.js';
+import { setHeaders, settleOn } from './node.js';
 
 export * from './core.js';
 export * from './headers.js';
@@ -52,6 +52,7 @@ export function rateLimit(options: ExpressRateLimitOptions): RequestHandler {
     if (v.decision !== undefined) req.rateLimit = v.decision;
     if (v.headers.length > 0) setHeaders(res, v.headers);
     if (v.kind === 'pass') {
+      settleOn(core, v, req, res);
       if (v.delay > 0) hold(v.delay).then(() => { if (!res.destroyed) next(); });
       else next();
     } else if (v.kind === 'limited' && onLimited !== undefined) {

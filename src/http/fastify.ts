@@ -10,8 +10,9 @@
 import type { FastifyInstance, FastifyPluginCallback, FastifyReply, FastifyRequest, RouteOptions, onRequestHookHandler } from 'fastify';
 import type { Decision } from '../core/types.js';
 import { RatekeeperError, show } from '../core/errors.js';
-import { didYouMean, unknownOption } from '../core/options.js';
+import { hintFor, unknownOption } from '../core/options.js';
 import { RateLimitCore, LIST_FIELDS, PROBLEM_TYPE, isPromise, mergeList, optionNames, type Facts, type RateLimitOptions, type Verdict } from './core.js';
+import { settleOn } from './node.js';
 
 export * from './core.js';
 export * from './headers.js';
@@ -81,6 +82,7 @@ function hookOf(core: RateLimitCore<FastifyRequest>, onLimited: FastifyRateLimit
       return;
     }
     if (v.kind === 'pass') {
+      settleOn(core, v, request, reply.raw);
       if (v.delay > 0) setTimeout(done, v.delay);
       else done();
       return;
@@ -145,7 +147,7 @@ const plugin: FastifyPluginCallback<FastifyRateLimitOptions> = (fastify: Fastify
     const bad = unknownOption(cfg, ROUTE_OPTIONS);
     if (bad !== undefined) {
       const value = (cfg as Record<string, unknown>)[bad];
-      throw new RatekeeperError(`config.rateLimit.${bad} of ${route.method} ${route.url} is not an option of config.rateLimit${didYouMean(bad, ROUTE_OPTIONS)}, got ${show(value)}`);
+      throw new RatekeeperError(`config.rateLimit.${bad} of ${route.method} ${route.url} is not an option of config.rateLimit${hintFor(bad, ROUTE_OPTIONS, 'config.rateLimit')}, got ${show(value)}`);
     }
     let entry = perRoute.get(cfg);
     if (entry === undefined) {

@@ -65,6 +65,8 @@ export function rateLimit(options: HonoRateLimitOptions): MiddlewareHandler {
     if (v.kind === 'pass') {
       if (v.delay > 0) await hold(v.delay);
       await next();
+      // counting by outcome: the handler's status is known here (a thrown error is already Hono's 500 response)
+      if (core.refundable(v)) core.settle(v, c, c.res.status);
       // after the handler: a handler may return a Response of its own, which headers set before would miss
       for (const [name, value] of v.headers) c.header(name, value, LIST_FIELDS.has(name.toLowerCase()) ? { append: true } : undefined);
       return;

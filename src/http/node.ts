@@ -44,6 +44,25 @@ export function setHeaders(res: ServerResponse, headers: [string, string][]): vo
   }
 }
 
+/**
+ * settleOn — calls `core.settle` once `res` ends: with its status when the response was complete ('finish'), with
+ * undefined when the connection closed first. Only for verdicts the core may refund (counting by outcome).
+ */
+export function settleOn<Req>(core: RateLimitCore<Req>, v: Verdict, req: Req, res: ServerResponse): void {
+  if (!core.refundable(v)) return;
+  let settled = false;
+  res.once('finish', () => {
+    if (settled) return;
+    settled = true;
+    core.settle(v, req, res.statusCode);
+  });
+  res.once('close', () => {
+    if (settled) return;
+    settled = true;
+    core.settle(v, req, res.writableFinished ? res.statusCode : undefined);
+  });
+}
+
 /** sendRefusal — the default answer to a refused request: status and problem+json body. */
 export function sendRefusal(res: ServerResponse, v: Verdict): void {
   if (res.headersSent) return;
@@ -63,6 +82,7 @@ export function rateLimit(options: NodeRateLimitOptions): <Req extends IncomingM
     const apply = (req: Req, res: Res, v: Verdict): void => {
       if (v.headers.length > 0) setHeaders(res, v.headers);
       if (v.kind === 'pass') {
+        settleOn(core, v, req, res);
         if (v.delay > 0) {
           hold(v.delay).then(() => { if (!res.destroyed) run(handler, req, res, v.decision); });
         } else run(handler, req, res, v.decision);

@@ -10,7 +10,9 @@ import { configCheck } from './config/index.js';
 import type { OnStoreError, ServeOptions } from './serve.js';
 
 export const SERVE_HELP = `ratekeeper serve — the rate limit service: Envoy's RLS v3 over gRPC, envoyproxy/ratelimit's POST /json,
-the native POST /v1/check, GET /healthcheck and GET /metrics; state in memory (one instance) or Redis (a fleet)
+the native POST /v1/check, GET /v1/auth (nginx auth_request), GET /healthcheck and GET /metrics; state in memory
+(one instance) or Redis (a fleet). Three listeners: HTTP (:8080), gRPC (:8081) and the admin API and dashboard
+(127.0.0.1:6070, on by default); each one moves with its flag or turns off with the value off.
 
 Usage:
   ratekeeper serve --config PATH [options]
@@ -43,6 +45,7 @@ Options (environment variable used when the flag is absent):
                            apart; past N new ones count as limit="(overflow)"
                                                                        RATEKEEPER_METRICS_MAX_SERIES  default: 1000
   --admin-port N           the operators' view: admin API and dashboard (off: none)
+                           (on by default, loopback only: --admin-port off turns it off)
                                                                        RATEKEEPER_ADMIN_PORT   default: 6070
   --admin-host HOST        where the admin listener binds              RATEKEEPER_ADMIN_HOST   default: 127.0.0.1
   --admin-token TOKEN      the admin API's bearer token (required off loopback; >= 16 characters)

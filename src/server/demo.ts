@@ -3,7 +3,7 @@
  * traffic through it (the clients of ratekeeper/admin's demo: 40 users and three abusers of the EARRRL document's
  * shapes) on its native policies and on an Envoy domain, so that a newcomer sees the dashboard working in one command.
  */
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -28,6 +28,10 @@ policies:
 export interface ServiceDemoOptions {
   /** port — the admin listener (the dashboard). @default 6070 */
   port?: number;
+  /** httpPort — the service's HTTP listener (POST /v1/check, /json, GET /v1/auth …); 0 picks a free port. @default 0 */
+  httpPort?: number;
+  /** grpcPort — the service's gRPC listener (Envoy's RLS v3); 0 picks a free port. @default 0 */
+  grpcPort?: number;
   host?: string;
   /** seconds — stop after this long. @default until stopped */
   seconds?: number;
@@ -47,9 +51,17 @@ export async function runServiceDemo(options: ServiceDemoOptions = {}): Promise<
   const dir = mkdtempSync(join(tmpdir(), 'ratekeeper-demo-'));
   const config = join(dir, 'ratekeeper.yaml');
   writeFileSync(config, DEMO_CONFIG);
-  const running = await startService({
-    config, port: 0, grpcPort: 0, adminPort: options.port ?? 6070, adminHost: options.host, log: () => undefined,
-  });
+  // runServiceDemo's directory holds only the configuration: removed when the demo stops (or fails to start)
+  const removeDir = (): void => rmSync(dir, { recursive: true, force: true });
+  let running: Running;
+  try {
+    running = await startService({
+      config, port: options.httpPort ?? 0, grpcPort: options.grpcPort ?? 0, adminPort: options.port ?? 6070, adminHost: options.host, log: () => undefined,
+    });
+  } catch (e) {
+    removeDir();
+    throw e;
+  }
   const service = running.service;
   const ip = (key: string): string => key.split(' ')[1] ?? `10.1.${key.length}.${key.charCodeAt(key.length - 1) % 250}`;
   const stopTraffic = driveTraffic((target, key) => {
@@ -67,6 +79,7 @@ export async function runServiceDemo(options: ServiceDemoOptions = {}): Promise<
     stopTraffic();
     if (timer !== undefined) clearTimeout(timer);
     await running.close();
+    removeDir();
     finish();
   })());
   if (options.seconds !== undefined) timer = setTimeout(() => void close(), options.seconds * 1000);
@@ -79,15 +92,27 @@ export async function runServiceDemo(options: ServiceDemoOptions = {}): Promise<
   return { running, url, done, close };
 }
 
-/** serviceDemoCommand — `ratekeeper demo [--port 6070] [--host H] [--seconds N]`, until Ctrl-C or the time given. */
+/** DEMO_USAGE — `ratekeeper demo --help`. */
+export const DEMO_USAGE = `Usage: ratekeeper demo [--port 6070] [--host 127.0.0.1] [--http-port N] [--grpc-port N] [--seconds N]
+Starts the limiter service with simulated traffic and prints the dashboard's URL (off loopback, set RATEKEEPER_ADMIN_TOKEN).
+  --port N         the dashboard (the admin listener)                 default: 6070
+  --host HOST      where the dashboard listens                        default: 127.0.0.1
+  --http-port N    the service's HTTP listener (POST /v1/check …)     default: 0, any free port
+  --grpc-port N    the service's gRPC listener (Envoy's RLS v3)       default: 0, any free port
+  --seconds N      stop after N seconds                               default: until Ctrl-C
+`;
+
+/** serviceDemoCommand — `ratekeeper demo [--port 6070] [--host H] [--http-port N] [--grpc-port N] [--seconds N]`, until Ctrl-C or the time given. */
 export async function serviceDemoCommand(args: string[]): Promise<number> {
   const { values } = parseArgs({
     args, strict: true,
-    options: { port: { type: 'string' }, host: { type: 'string' }, seconds: { type: 'string' }, help: { type: 'boolean', short: 'h' } },
+    options: {
+      port: { type: 'string' }, host: { type: 'string' }, 'http-port': { type: 'string' }, 'grpc-port': { type: 'string' },
+      seconds: { type: 'string' }, help: { type: 'boolean', short: 'h' },
+    },
   });
   if (values.help) {
-    process.stdout.write('Usage: ratekeeper demo [--port 6070] [--host 127.0.0.1] [--seconds N]\n'
-      + 'Starts the limiter service with simulated traffic and prints the dashboard\'s URL (off loopback, set RATEKEEPER_ADMIN_TOKEN).\n');
+    process.stdout.write(DEMO_USAGE);
     return 0;
   }
   const number = (v: string | undefined, flag: string): number | undefined => {
@@ -96,7 +121,15 @@ export async function serviceDemoCommand(args: string[]): Promise<number> {
     if (!Number.isFinite(x) || x < 0) throw new Error(`${flag} must be a number >= 0, got ${JSON.stringify(v)}`);
     return x;
   };
-  const demo = await runServiceDemo({ port: number(values.port, '--port'), host: values.host, seconds: number(values.seconds, '--seconds') });
+  const port = (v: string | undefined, flag: string): number | undefined => {
+    const x = number(v, flag);
+    if (x !== undefined && (!Number.isInteger(x) || x > 65_535)) throw new Error(`${flag} must be a port from 0 to 65535, got ${JSON.stringify(v)}`);
+    return x;
+  };
+  const demo = await runServiceDemo({
+    port: port(values.port, '--port'), host: values.host, httpPort: port(values['http-port'], '--http-port'),
+    grpcPort: port(values['grpc-port'], '--grpc-port'), seconds: number(values.seconds, '--seconds'),
+  });
   const stop = (): void => void demo.close();
   process.once('SIGINT', stop);
   process.once('SIGTERM', stop);

@@ -10,6 +10,7 @@ import { HttpFront, type Health } from './http.js';
 import type { StoreHealth } from '../stores/redis/health.js';
 import { GrpcFront } from './grpc.js';
 import { ConfigWatcher } from './reload.js';
+import { listenFailed } from './listeners.js';
 
 /** OnStoreError — the failure policy when Redis does not answer (the Redis store's `onError`). */
 export type OnStoreError = 'deny' | 'allow' | 'memory';
@@ -130,12 +131,16 @@ export async function startService(options: ServeOptions): Promise<Running> {
   try {
     if ((options.port ?? 8080) >= 0) {
       http = new HttpFront({ service, metrics, healthy: storeHealthy, log, requestTimeout: options.requestTimeout });
-      const p = await http.listen(host, options.port ?? 8080);
-      log(`ratekeeper: http listening on ${hostPort(host, p)} (POST /json, POST /v1/check, GET /healthcheck, GET /metrics)`);
+      const p = await http.listen(host, options.port ?? 8080).catch((e: unknown) => {
+        throw listenFailed(e, 'http', hostPort(host, options.port ?? 8080));
+      });
+      log(`ratekeeper: http listening on ${hostPort(host, p)} (POST /json, POST /v1/check, GET /v1/auth, GET /healthcheck, GET /metrics)`);
     }
     if ((options.grpcPort ?? 8081) >= 0) {
       grpcFront = new GrpcFront(service, metrics, log, { requestTimeout: options.requestTimeout, maxConcurrentStreams: options.grpcMaxStreams });
-      const p = await grpcFront.listen(host, options.grpcPort ?? 8081);
+      const p = await grpcFront.listen(host, options.grpcPort ?? 8081).catch((e: unknown) => {
+        throw listenFailed(e, 'grpc', hostPort(host, options.grpcPort ?? 8081));
+      });
       log(`ratekeeper: grpc listening on ${hostPort(host, p)} (envoy.service.ratelimit.v3.RateLimitService)`);
     }
   } catch (e) {
@@ -153,6 +158,8 @@ export async function startService(options: ServeOptions): Promise<Running> {
         limiters: () => service.limiters(), host: options.adminHost ?? '127.0.0.1', port: options.adminPort, token: options.adminToken,
         allowedHosts: options.adminAllowedHosts ?? [], maxEventClients: options.adminMaxEventClients ?? 64,
         config: () => ({ text: shown, loadedAt: service.config?.loadedAt ?? 0, files: service.config?.files ?? [] }),
+      }).catch((e: unknown) => {
+        throw e instanceof RatekeeperError ? e : listenFailed(e, 'admin', hostPort(options.adminHost ?? '127.0.0.1', options.adminPort ?? 6070));
       });
       log(`ratekeeper: admin listening on ${admin.url} (the dashboard; GET /admin/top, /admin/keys/:key, /admin/blocks …)`);
     } catch (e) {

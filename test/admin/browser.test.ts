@@ -91,6 +91,10 @@ describe('the dashboard in Chromium', () => {
     await page.waitForFunction(() => document.querySelectorAll('#chart canvas').length > 0, undefined, { timeout: 5000 });
     await page.waitForFunction(() => (document.querySelector('#tail-list')?.childElementCount ?? 0) > 3, undefined, { timeout: 5000 });
     assert.match(await page.textContent('#config-text') ?? '', /earrrl 5\/s/);
+    // the legend shows the newest values while the cursor is off the chart (it showed -- until hovered)
+    await page.waitForFunction(() => /allowed \/s:?\s*[\d.,]+/.test(document.querySelector('#chart .u-legend')?.textContent ?? ''), undefined, { timeout: 5000 })
+      .catch(async () => assert.fail(`legend: ${await page.textContent('#chart .u-legend')}`));
+    assert.doesNotMatch(await page.textContent('#chart .u-legend') ?? '', /--/);
     if (shots) {
       await page.waitForTimeout(2500);
       await page.screenshot({ path: join(root, 'docs/img/admin-dashboard.png'), fullPage: true });

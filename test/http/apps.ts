@@ -1,7 +1,8 @@
 /**
  * test/http/apps — the same small app on every adapter, served on a loopback port (port 0): each route has its
  * own middleware options (or none), and every handler answers JSON { id, reason, delay } and records the order
- * in which requests reached it (`served`, by their x-id header).
+ * in which requests reached it (`served`, by their x-id header); its status is the request's x-status header (200
+ * without: the outcome-counting tests make failures with it).
  */
 import http, { type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -41,6 +42,11 @@ function reply(d: Decision | null | undefined, id: string | undefined): string {
   return JSON.stringify({ id: id ?? null, reason: d?.reason ?? null, delay: d?.delay ?? null });
 }
 
+/** status — a handler's answer status: the x-status header's, else 200. */
+function status(header: string | undefined): number {
+  return header === undefined ? 200 : Number(header);
+}
+
 function address(server: Server): string {
   const a = server.address() as AddressInfo;
   return `http://127.0.0.1:${a.port}`;
@@ -64,6 +70,7 @@ export const buildNode: Build = async (routes) => {
     const handler = (req: IncomingMessage, res: http.ServerResponse, d?: Decision) => {
       const id = nodeHdr(req, 'x-id');
       if (id) served.push(id);
+      res.statusCode = status(nodeHdr(req, 'x-status'));
       res.setHeader('content-type', 'application/json');
       res.end(reply(d, id));
     };
@@ -88,7 +95,7 @@ export const buildExpress: Build = async (routes) => {
     const handler = (req: express.Request, res: express.Response) => {
       const id = req.get('x-id');
       if (id) served.push(id);
-      res.type('application/json').send(reply(req.rateLimit, id));
+      res.status(status(req.get('x-status'))).type('application/json').send(reply(req.rateLimit, id));
     };
     const m = r.method === 'GET' ? app.get.bind(app) : app.post.bind(app);
     if (r.limit) m(r.path, expressLimit(r.limit(nodeHdr) as unknown as ExpressRateLimitOptions), handler);
@@ -117,7 +124,7 @@ export const buildFastify: Build = async (routes) => {
       handler: async (request, replyObj) => {
         const id = fastifyHdr(request, 'x-id');
         if (id) served.push(id);
-        replyObj.type('application/json');
+        replyObj.code(status(fastifyHdr(request, 'x-status'))).type('application/json');
         return reply(request.rateLimit, id);
       },
     });
@@ -135,7 +142,7 @@ export const buildHono: Build = async (routes) => {
     const handler = (c: import('hono').Context) => {
       const id = c.req.header('x-id');
       if (id) served.push(id);
-      return c.body(reply(c.get('rateLimit'), id), 200, { 'content-type': 'application/json' });
+      return c.body(reply(c.get('rateLimit'), id), status(c.req.header('x-status')) as 200, { 'content-type': 'application/json' });
     };
     const m = r.method === 'GET' ? app.get.bind(app) : app.post.bind(app);
     if (r.limit) m(r.path, honoLimit(r.limit(honoHdr) as unknown as HonoRateLimitOptions), handler);

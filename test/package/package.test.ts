@@ -6,12 +6,15 @@
  *   settings users turn on (strict, exactOptionalPropertyTypes, noUncheckedIndexedAccess, skipLibCheck: false …);
  * - @arethetypeswrong/cli on the tarball;
  * - an ES module and a CommonJS module (`require('ratekeeper')`, Node >= 20.19) importing every entry point and
- *   deciding a request.
+ *   deciding a request;
+ * - the route the README gives while the package is not on the registry: `npm install <the tarball>` in a fresh
+ *   `npm init -y` project (offline: its two dependencies packed from this repository's node_modules beside it), then
+ *   `npx ratekeeper --help` (the bin is linked) and an import that decides a request.
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -131,6 +134,29 @@ describe('the packed package', () => {
     const r = await attw;
     assert.equal(r.status, 0, r.out);
     assert.match(r.out, /No problems found/);
+  });
+
+  it('installs with npm install <tarball> into a fresh npm init -y project: npx ratekeeper --help, and an import', () => {
+    const project = join(scratch, 'fresh');
+    mkdirSync(project);
+    const npm = (args: string[]): string => execFileSync('npm', args, { cwd: project, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], timeout: 120_000 });
+    // what `npm init -y` writes (CommonJS, no dependencies), without spending an npm process on it
+    writeFileSync(join(project, 'package.json'), JSON.stringify({ name: 'fresh', version: '1.0.0', main: 'index.js', license: 'ISC' }, null, 2));
+    // the dependencies as the registry would serve them, packed from this repository's copies (no network)
+    const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { dependencies: Record<string, string> };
+    const packed = execFileSync('npm', ['pack', '--ignore-scripts', '--json', '--pack-destination', scratch, ...Object.keys(pkg.dependencies).map((name) => join(root, 'node_modules', name))], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] });
+    const deps = (JSON.parse(packed) as { filename: string }[]).map((d) => join(scratch, d.filename));
+    assert.equal(deps.length, Object.keys(pkg.dependencies).length);
+    npm(['install', '--offline', '--ignore-scripts', '--no-audit', '--no-fund', tarball, ...deps]);
+    const help = spawnSync('npx', ['--no-install', 'ratekeeper', '--help'], { cwd: project, encoding: 'utf8', timeout: 30_000 });
+    assert.equal(help.status, 0, help.stderr);
+    assert.match(help.stdout, /^ratekeeper — /);
+    for (const c of ['serve', 'config check', 'simulate', 'demo']) assert.match(help.stdout, new RegExp(`^  ${c} `, 'm'), c);
+    // the project is CommonJS (npm init -y): an .mjs file imports, as the README says
+    writeFileSync(join(project, 'try.mjs'), `import { limiter } from 'ratekeeper';\nconst lim = limiter({ rules: '2/s' });\nconsole.log(lim.checkSync('k').remaining, (await lim.check('k')).remaining);\n`);
+    const tried = spawnSync(process.execPath, ['try.mjs'], { cwd: project, encoding: 'utf8', timeout: 20_000 });
+    assert.equal(tried.status, 0, tried.stderr);
+    assert.equal(tried.stdout, '1 0\n');
   });
 
   it('runs from an ES module and from CommonJS (require of ESM, Node >= 20.19), every entry point', () => {

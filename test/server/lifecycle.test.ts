@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { Agent } from 'node:http';
 import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tempDir } from '../support/tmp.js';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
@@ -107,7 +108,7 @@ describe('ratekeeper config check', { concurrency: true }, () => {
   });
 
   test('a bad directory: exit 1, every problem of every file, each naming file, path, field and value', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'rk-check-'));
+    const dir = tempDir('rk-check-');
     writeFileSync(join(dir, 'a.yaml'), [
       'domain: shop',
       'descriptors:',

@@ -11,6 +11,7 @@ import { after, before, describe, test } from 'node:test';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { createServer, type Server } from 'node:http';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tempDir } from '../support/tmp.js';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -54,7 +55,7 @@ describe('nginx in front of an app, with examples/nginx', () => {
 
   before(async () => {
     const bin = nginxBinary();
-    dir = mkdtempSync(join(tmpdir(), 'rk-nginx-'));
+    dir = tempDir('rk-nginx-');
     app = createServer((_req, res) => {
       appCalls++;
       res.end('hello from the app\n');

@@ -7,6 +7,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { mkdirSync, mkdtempSync, renameSync, rmSync, symlinkSync, unlinkSync, writeFileSync } from 'node:fs';
+import { tempDir } from '../support/tmp.js';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { RedisServer } from '../support/redis.js';
@@ -24,7 +25,7 @@ descriptors:
     rate_limit: { unit: hour, requests_per_unit: ${m}, algorithm: slidingLog }
 ${extra}`;
 
-const tmp = (): string => mkdtempSync(join(tmpdir(), 'rk-reload-'));
+const tmp = (): string => tempDir('rk-reload-'); // removed when the test process exits
 
 /** Svc — a started service and what it logged. */
 interface Svc { running: Running; port: number; log: string[] }

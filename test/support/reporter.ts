@@ -31,8 +31,11 @@ interface FileResult {
   output: string;
 }
 
-/** TRACKED — the events read: a test starts or ends, a file writes to stdout or stderr. */
-const TRACKED = new Set(['test:start', 'test:pass', 'test:fail', 'test:stdout', 'test:stderr']);
+/**
+ * TRACKED — the events read: a test file is taken up (`test:dequeue` of the file itself), a test starts or ends, a
+ * file writes to stdout or stderr.
+ */
+const TRACKED = new Set(['test:dequeue', 'test:start', 'test:pass', 'test:fail', 'test:stdout', 'test:stderr']);
 
 const GREEN = '\x1b[32m';
 const RED = '\x1b[31m';
@@ -64,12 +67,17 @@ export default async function* reporter(source: AsyncIterable<Event>): AsyncGene
   };
 
   for await (const { type, data } of source) {
-    if (!TRACKED.has(type)) continue; // enqueue, dequeue, plan, diagnostic, coverage…
-    if (data.file !== undefined && data.file !== current) {
-      if (current !== undefined && (f.tests > 0 || f.crashed)) yield line(); // helper modules (no tests): no line
+    if (!TRACKED.has(type)) continue; // enqueue, complete, plan, diagnostic, coverage…
+    // A test's `file` is where it was declared: a helper module (test/http/scenarios) that declares the tests of a
+    // test file is not a file of its own. The run takes up one test file after the other (--test-concurrency=1), and
+    // says so with the dequeue of the file itself: that, and only that, starts a new file.
+    const taken = type === 'test:dequeue' && (data.nesting ?? 0) === 0 && data.name !== undefined && data.name === data.file;
+    if (taken || (current === undefined && data.file !== undefined)) {
+      if (current !== undefined && (f.tests > 0 || f.crashed)) yield line();
       current = data.file;
       f = fresh();
     }
+    if (type === 'test:dequeue') continue;
     if (type === 'test:start') {
       stack[data.nesting ?? 0] = data.name ?? '';
       continue;

@@ -102,11 +102,21 @@
     }
     if (chart === null) {
       const width = Math.max(320, $('chart').clientWidth - 10);
+      // hms — a time as 24-hour HH:MM:SS (8 characters, ~60 px): the x axis asks for 90 px between ticks, so the
+      // labels never run together whatever the width and the span (uPlot picks the smallest increment that fits).
+      const hms = (v) => new Date(v * 1000).toTimeString().slice(0, 8);
+      // latest — the legend shows the newest value when the cursor is off the chart (uPlot's default is "--").
+      const latest = (u, si) => { const d = u.data[si]; return d.length > 0 ? d[d.length - 1] : null; };
+      const rate = (u, v, si, idx) => { const x = idx == null ? latest(u, si) : v; return x == null ? '--' : fmtRate(x); };
       chart = new window.uPlot({
         width, height: 240,
-        series: [{}, { label: 'allowed /s', stroke: '#1f7a3f', width: 2 }, { label: 'refused /s', stroke: '#b3261e', width: 2 }],
+        series: [
+          { label: 'time', value: (u, v, si, idx) => { const x = idx == null ? latest(u, 0) : v; return x == null ? '--' : hms(x); } },
+          { label: 'allowed /s', stroke: '#1f7a3f', width: 2, value: rate },
+          { label: 'refused /s', stroke: '#b3261e', width: 2, value: rate },
+        ],
         axes: [
-          { incrs: [1, 2, 5, 10, 15, 30, 60, 120, 300, 600], values: (u, ticks) => ticks.map((v) => new Date(v * 1000).toLocaleTimeString()) },
+          { space: 90, incrs: [1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 1800, 3600], values: (u, ticks) => ticks.map(hms) },
           { label: 'decisions / s' },
         ],
         scales: { x: { time: true } },
