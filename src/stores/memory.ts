@@ -91,6 +91,8 @@ const BIG = 255;
 /** NORMAL, PENALTY — the two LRU lists: clients whose last decision admitted them, and those it refused. */
 const NORMAL = 0;
 const PENALTY = 1;
+/** FIRST_SLOTS — client slots allocated at a table's first client (none before), then doubled as clients come. */
+const FIRST_SLOTS = 16;
 /** SWEEP — expired overrides looked for per override set: enough to reclaim them faster than they are made. */
 const SWEEP = 2;
 
@@ -155,7 +157,8 @@ export class MemoryTable implements BoundStore {
     this.logAt = policy.hasLog ? policy.stateSize : -1;
     this.stride = policy.stateSize + (policy.hasLog ? 1 + 2 * INLINE : 0);
     this.log = policy.hasLog ? new Log(INLINE) : undefined;
-    const cap = Math.min(maxKeys, 1024);
+    // nothing for clients until the first one comes (a service with many limits, most of them idle), then doubling
+    const cap = 0;
     this.slab = new Float64Array(cap * this.stride);
     this.newer = new Int32Array(cap);
     this.older = new Int32Array(cap);
@@ -392,8 +395,9 @@ export class MemoryTable implements BoundStore {
     if (this.lru[l] === NONE) this.lru[l] = slot;
   }
 
+  /** grow — room for more clients: the arrays doubled (FIRST_SLOTS at the first client), at most maxKeys. */
   private grow(): void {
-    const cap = Math.min(this.maxKeys, this.newer.length * 2);
+    const cap = Math.min(this.maxKeys, Math.max(FIRST_SLOTS, this.newer.length * 2));
     const slab = new Float64Array(cap * this.stride);
     slab.set(this.slab);
     this.slab = slab;
