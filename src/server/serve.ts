@@ -4,6 +4,7 @@ import type { AdminServer } from '../admin/serve.js';
 import type { Store } from '../stores/types.js';
 import { RatekeeperError, show } from '../core/errors.js';
 import { loadConfig } from './config/index.js';
+import { loadConfigOffThread } from './config/offThread.js';
 import { RateLimitService } from './service.js';
 import { Metrics } from './metrics.js';
 import { HttpFront } from './http.js';
@@ -37,6 +38,8 @@ export interface ServeOptions {
   denialCache?: boolean;
   /** reloadPollMs — how often the configuration files are looked at. @default 250 */
   reloadPollMs?: number;
+  /** reloadQuietMs — how long changed configuration files must stay unchanged before they are loaded (ms). @default 300 */
+  reloadQuietMs?: number;
   /**
    * adminPort — the operators' view (admin API, live tail, dashboard: ratekeeper/admin) on its own listener; 0 picks a
    * free port; undefined or -1: none. `ratekeeper serve` defaults it to 6070.
@@ -83,10 +86,18 @@ export async function startService(options: ServeOptions): Promise<Running> {
   let shown = configText(cfg.files);
   log(`ratekeeper: config ${options.config}: ${cfg.files.length} file(s), ${cfg.domains.length} domain(s), ${cfg.limits.length} limit(s), ${cfg.policies.size} polic${cfg.policies.size === 1 ? 'y' : 'ies'}`);
 
-  const reload = async (): Promise<void> => {
+  // a reload reads, parses and validates in a worker thread, builds the new limiters in slices between checks, then
+  // swaps the configuration in one step: the one in force serves until then (one reload at a time)
+  let reloading: Promise<void> = Promise.resolve();
+  const reload = (): Promise<void> => {
+    const r = reloading.then(reloadNow);
+    reloading = r.catch(() => undefined);
+    return r;
+  };
+  const reloadNow = async (): Promise<void> => {
     try {
-      const next = await loadConfig(options.config);
-      const { kept, fresh } = service.setConfig(next);
+      const next = await loadConfigOffThread(options.config);
+      const { kept, fresh } = service.commit(await service.prepare(next));
       shown = configText(next.files);
       metrics.configLoaded(true, next.loadedAt);
       log(`ratekeeper: config reloaded: ${next.limits.length} limit(s), ${next.policies.size} policies; ${kept} kept their state, ${fresh} start fresh`);
@@ -95,7 +106,7 @@ export async function startService(options: ServeOptions): Promise<Running> {
       throw e;
     }
   };
-  const watcher = new ConfigWatcher({ path: options.config, reload, pollMs: options.reloadPollMs, log });
+  const watcher = new ConfigWatcher({ path: options.config, reload, pollMs: options.reloadPollMs, quietMs: options.reloadQuietMs, log });
   await watcher.start();
 
   let http: HttpFront | undefined;
@@ -142,6 +153,7 @@ export async function startService(options: ServeOptions): Promise<Running> {
       watcher.close();
       await Promise.all([http?.close(), grpcFront?.close(), admin?.close()]);
       for (const [, l] of service.limiters()) await l.close().catch(() => undefined);
+      service.dropRetired();
       await closeStore();
     })()),
   };

@@ -42,6 +42,28 @@ interface Runtime {
   fingerprint: string;
 }
 
+/** RETIRED_GRACE_MS — how long a limiter the configuration dropped is kept, for a limit that comes back (ms). */
+export const RETIRED_GRACE_MS = 60_000;
+/** MAX_RETIRED — the most dropped limiters kept at once (each idle one costs a few hundred bytes; its clients more). */
+const MAX_RETIRED = 20_000;
+/** PREPARE_SLICE_MS — the work `prepare` does between two turns of the event loop (ms). */
+const PREPARE_SLICE_MS = 5;
+
+/** Prepared — a configuration whose limiters are built, ready for `commit`. */
+export interface Prepared {
+  readonly cfg: ServiceConfig;
+}
+
+/** ConfigPlan — a configuration being prepared: the limiters kept, those still to build (todo from `next` on), the counts. */
+interface ConfigPlan extends Prepared {
+  limits: Map<string, Runtime>;
+  policies: Map<string, Runtime>;
+  todo: { into: Map<string, Runtime>; name: string; rules: readonly RuleConfig[]; dryRun: boolean; fingerprint: string }[];
+  next: number;
+  kept: number;
+  fresh: number;
+}
+
 /** MAX_OVERRIDES — request-supplied limits (descriptor.limit) kept as limiters at once; past it the oldest is dropped. */
 const MAX_OVERRIDES = 1024;
 const MAX_UINT32 = 0xffffffff;
@@ -103,6 +125,11 @@ export class RateLimitService {
   /** limits — by LimitSpec id; policies — by native policy name. Rebuilt on every config, reusing same-fingerprint limiters. */
   private limits = new Map<string, Runtime>();
   private policies = new Map<string, Runtime>();
+  /**
+   * retired — limiters the configuration dropped, by `limit:<id>` / `policy:<name>`, oldest first, with when (ms):
+   * within RETIRED_GRACE_MS a limit that comes back with the same rules takes its limiter back. At most MAX_RETIRED.
+   */
+  private readonly retired = new Map<string, { runtime: Runtime; at: number }>();
   /** overrides — limiters for request-supplied limits, by their LimitSpec id; insertion order is age, at most MAX_OVERRIDES. */
   private readonly overrides = new Map<string, Runtime>();
 
@@ -122,42 +149,98 @@ export class RateLimitService {
 
   /**
    * setConfig — puts a new configuration in force, at once and whole. A limit or policy whose rules did not change
-   * keeps its limiter, and with it every client's state; the others start fresh.
+   * keeps its limiter, and with it every client's state (see {@link reuse}); the others start fresh. Builds every new
+   * limiter in this one call: a reload of many limits uses {@link prepare} and {@link commit} instead.
    */
   setConfig(cfg: ServiceConfig): { kept: number; fresh: number } {
-    let kept = 0;
-    let fresh = 0;
-    const limits = new Map<string, Runtime>();
+    const plan = this.planConfig(cfg);
+    while (plan.next < plan.todo.length) this.build(plan, Infinity);
+    return this.commit(plan);
+  }
+
+  /**
+   * prepare — builds what `cfg` needs (the limiters of its new limits) while the configuration in force keeps
+   * serving: in slices of at most `sliceMs` ms of work, each followed by a turn of the event loop (setImmediate), so
+   * that no check waits behind a reload for more than about one slice. `commit` then puts it in force in one step.
+   * Only one prepared configuration may be pending at a time (the reloads are serialized by the caller).
+   */
+  async prepare(cfg: ServiceConfig, sliceMs = PREPARE_SLICE_MS): Promise<Prepared> {
+    const plan = this.planConfig(cfg);
+    while (plan.next < plan.todo.length) {
+      await new Promise<void>((resolve) => setImmediate(resolve));
+      this.build(plan, sliceMs);
+    }
+    return plan;
+  }
+
+  /**
+   * commit — puts a prepared configuration in force, in one synchronous step: the limits' and policies' maps are
+   * swapped, and the limiters the new configuration no longer uses are retired (kept for RETIRED_GRACE_MS, so that a
+   * limit that comes back with the same rules finds its clients' state). A limiter retired meanwhile (by an earlier
+   * commit since `prepare`) that the plan reuses is taken back from the retired ones.
+   */
+  commit(prepared: Prepared): { kept: number; fresh: number } {
+    const plan = prepared as ConfigPlan;
+    while (plan.next < plan.todo.length) this.build(plan, Infinity);
+    const now = Date.now();
+    const live = new Set<Runtime>();
+    for (const r of plan.limits.values()) live.add(r);
+    for (const r of plan.policies.values()) live.add(r);
+    for (const [id, r] of this.limits) if (!live.has(r)) this.retireLater(`limit:${id}`, r, now);
+    for (const [name, r] of this.policies) if (!live.has(r)) this.retireLater(`policy:${name}`, r, now);
+    for (const [k, r] of this.retired) if (live.has(r.runtime)) this.retired.delete(k);
+    this.sweepRetired(now);
+    this.limits = plan.limits;
+    this.policies = plan.policies;
+    this.cfg = plan.cfg;
+    return { kept: plan.kept, fresh: plan.fresh };
+  }
+
+  /** plan_ — what `cfg` keeps and what it must build, decided against the configuration in force. */
+  private planConfig(cfg: ServiceConfig): ConfigPlan {
+    const plan: ConfigPlan = { cfg, limits: new Map(), policies: new Map(), todo: [], next: 0, kept: 0, fresh: 0 };
     for (const spec of cfg.limits) {
       if (spec.unlimited || spec.rules.length === 0) continue;
-      const old = this.limits.get(spec.id);
-      const fp = `${spec.fingerprint}|${spec.shadowMode}`;
-      if (old !== undefined && old.fingerprint === fp) {
-        limits.set(spec.id, old);
-        kept++;
+      const r = this.reuse(`limit:${spec.id}`, this.limits.get(spec.id), `${spec.fingerprint}|${spec.shadowMode}`);
+      if (r !== undefined) {
+        plan.limits.set(spec.id, r);
+        plan.kept++;
       } else {
-        limits.set(spec.id, this.runtime(spec.rules, spec.shadowMode, fp));
-        fresh++;
+        plan.todo.push({ into: plan.limits, name: spec.id, rules: spec.rules, dryRun: spec.shadowMode, fingerprint: `${spec.fingerprint}|${spec.shadowMode}` });
       }
     }
-    const policies = new Map<string, Runtime>();
     for (const p of cfg.policies.values()) {
-      const old = this.policies.get(p.name);
-      const fp = `${p.fingerprint}|${p.dryRun}`;
-      if (old !== undefined && old.fingerprint === fp) {
-        policies.set(p.name, old);
-        kept++;
+      const r = this.reuse(`policy:${p.name}`, this.policies.get(p.name), `${p.fingerprint}|${p.dryRun}`);
+      if (r !== undefined) {
+        plan.policies.set(p.name, r);
+        plan.kept++;
       } else {
-        policies.set(p.name, this.runtime(p.rules, p.dryRun, fp));
-        fresh++;
+        plan.todo.push({ into: plan.policies, name: p.name, rules: p.rules, dryRun: p.dryRun, fingerprint: `${p.fingerprint}|${p.dryRun}` });
       }
     }
-    for (const [id, r] of this.limits) if (limits.get(id) !== r) this.retire(r);
-    for (const [name, r] of this.policies) if (policies.get(name) !== r) this.retire(r);
-    this.limits = limits;
-    this.policies = policies;
-    this.cfg = cfg;
-    return { kept, fresh };
+    plan.fresh = plan.todo.length;
+    return plan;
+  }
+
+  /**
+   * reuse — the one place that decides whether a limit of the new configuration keeps a limiter (and so its clients'
+   * state): the limiter in force under the same name when its rules' fingerprint is the same, else one retired within
+   * the grace period with that fingerprint; undefined: a fresh limiter is built.
+   */
+  private reuse(name: string, old: Runtime | undefined, fingerprint: string): Runtime | undefined {
+    if (old !== undefined && old.fingerprint === fingerprint) return old;
+    const retired = this.retired.get(name);
+    if (retired !== undefined && retired.runtime.fingerprint === fingerprint) return retired.runtime;
+    return undefined;
+  }
+
+  /** build — builds the plan's next limiters until `budgetMs` of work is spent (at least one). */
+  private build(plan: ConfigPlan, budgetMs: number): void {
+    const end = budgetMs === Infinity ? Infinity : performance.now() + budgetMs;
+    do {
+      const t = plan.todo[plan.next++];
+      t.into.set(t.name, this.runtime(t.rules, t.dryRun, t.fingerprint));
+    } while (plan.next < plan.todo.length && (end === Infinity || performance.now() < end));
   }
 
   private runtime(rules: readonly RuleConfig[], dryRun: boolean, fingerprint: string): Runtime {
@@ -166,6 +249,33 @@ export class RateLimitService {
       observe: this.options.observe === true,
     });
     return { limiter, fingerprint, policyField: policyField(limiter.policy.rules, undefined), writer: new LimitFieldWriter(limiter.policy.rules) };
+  }
+
+  /**
+   * retireLater — a limiter the configuration no longer uses: kept, with its clients' state, for RETIRED_GRACE_MS
+   * under its name (a config rewritten in two steps that drops a limit and brings it back finds it), at most
+   * MAX_RETIRED of them (the oldest retired for good first).
+   */
+  private retireLater(name: string, r: Runtime, now: number): void {
+    const prior = this.retired.get(name);
+    if (prior !== undefined && prior.runtime !== r) this.retire(prior.runtime);
+    this.retired.delete(name);
+    this.retired.set(name, { runtime: r, at: now });
+  }
+
+  /** sweepRetired — retires for good the limiters past their grace period, and the oldest past MAX_RETIRED. */
+  private sweepRetired(now: number): void {
+    for (const [name, r] of this.retired) {
+      if (now - r.at < RETIRED_GRACE_MS && this.retired.size <= MAX_RETIRED) break;
+      this.retired.delete(name);
+      this.retire(r.runtime);
+    }
+  }
+
+  /** dropRetired — retires for good every limiter kept for its grace period (the service is closing). */
+  dropRetired(): void {
+    for (const r of this.retired.values()) this.retire(r.runtime);
+    this.retired.clear();
   }
 
   /**
