@@ -5,6 +5,8 @@
  * structured clone of 10 000 limits took ~300 ms to receive; a chunk of CHUNK records, a few ms. `Assembler` rebuilds
  * the {@link Config} record by record, as `walkDescriptors` built it.
  */
+import { ruleOf } from '../../core/rules.js';
+import type { RuleConfig } from '../../core/algorithms/common.js';
 import { Config, DNode, type KeyGroup } from './match.js';
 import type { LimitSpec, NativePolicy, ServiceConfig } from './types.js';
 
@@ -83,7 +85,7 @@ export class Assembler {
       return undefined;
     }
     if (piece.kind === 'policies') {
-      for (const p of piece.policies) this.policies.set(p.name, Object.freeze(p));
+      for (const p of piece.policies) this.policies.set(p.name, Object.freeze({ ...p, rules: remade(p.rules) }));
       return undefined;
     }
     return new Config(piece.files, piece.loadedAt, this.roots, Object.freeze(this.limits), this.policies, piece.depth);
@@ -99,7 +101,7 @@ export class Assembler {
     }
     const d = new DNode(key, value ?? undefined, valueToMetric, shareThreshold, file, line);
     if (limit !== null) {
-      d.limit = Object.freeze(limit);
+      d.limit = Object.freeze({ ...limit, rules: remade(limit.rules) });
       this.limits[limitAt] = d.limit;
     }
     const up = this.nodes[parent];
@@ -115,4 +117,19 @@ export class Assembler {
     } else g.exact.set(value, d);
     this.nodes.push(d);
   }
+}
+
+/** BURSTY — the algorithms with a `burst` option. */
+const BURSTY: ReadonlySet<string> = new Set(['tokenBucket', 'leakyBucket', 'gcra']);
+
+/**
+ * remade — rules received from another thread (plain copies) made again by the rule factory, as the limiter accepts
+ * only rules made by `rules.*`: the same fields, so the same fingerprint.
+ */
+function remade(list: readonly RuleConfig[]): RuleConfig[] {
+  return list.map((r) => ruleOf(r.algorithm, {
+    limit: r.limit, per: r.per, name: r.name, accounting: r.accounting,
+    ...(BURSTY.has(r.algorithm) ? { burst: r.burst } : {}),
+    ...(r.algorithm === 'earrrl' ? { halfLife: r.halfLife } : {}),
+  }));
 }
