@@ -62,6 +62,8 @@ interface ConfigPlan extends Prepared {
   next: number;
   kept: number;
   fresh: number;
+  /** revived — the names whose limiter the plan takes back from the retired ones. */
+  revived: string[];
 }
 
 /** MAX_OVERRIDES — request-supplied limits (descriptor.limit) kept as limiters at once; past it the oldest is dropped. */
@@ -183,12 +185,10 @@ export class RateLimitService {
     const plan = prepared as ConfigPlan;
     while (plan.next < plan.todo.length) this.build(plan, Infinity);
     const now = Date.now();
-    const live = new Set<Runtime>();
-    for (const r of plan.limits.values()) live.add(r);
-    for (const r of plan.policies.values()) live.add(r);
-    for (const [id, r] of this.limits) if (!live.has(r)) this.retireLater(`limit:${id}`, r, now);
-    for (const [name, r] of this.policies) if (!live.has(r)) this.retireLater(`policy:${name}`, r, now);
-    for (const [k, r] of this.retired) if (live.has(r.runtime)) this.retired.delete(k);
+    // a limiter is only ever reused under its own name: one lookup per old name tells whether it is still in use
+    for (const [id, r] of this.limits) if (plan.limits.get(id) !== r) this.retireLater(`limit:${id}`, r, now);
+    for (const [name, r] of this.policies) if (plan.policies.get(name) !== r) this.retireLater(`policy:${name}`, r, now);
+    for (const name of plan.revived) this.retired.delete(name);
     this.sweepRetired(now);
     this.limits = plan.limits;
     this.policies = plan.policies;
@@ -198,11 +198,13 @@ export class RateLimitService {
 
   /** plan_ — what `cfg` keeps and what it must build, decided against the configuration in force. */
   private planConfig(cfg: ServiceConfig): ConfigPlan {
-    const plan: ConfigPlan = { cfg, limits: new Map(), policies: new Map(), todo: [], next: 0, kept: 0, fresh: 0 };
+    const plan: ConfigPlan = { cfg, limits: new Map(), policies: new Map(), todo: [], next: 0, kept: 0, fresh: 0, revived: [] };
     for (const spec of cfg.limits) {
       if (spec.unlimited || spec.rules.length === 0) continue;
-      const r = this.reuse(`limit:${spec.id}`, this.limits.get(spec.id), `${spec.fingerprint}|${spec.shadowMode}`);
+      const old = this.limits.get(spec.id);
+      const r = this.reuse(`limit:${spec.id}`, old, `${spec.fingerprint}|${spec.shadowMode}`);
       if (r !== undefined) {
+        if (r !== old) plan.revived.push(`limit:${spec.id}`);
         plan.limits.set(spec.id, r);
         plan.kept++;
       } else {
@@ -210,8 +212,10 @@ export class RateLimitService {
       }
     }
     for (const p of cfg.policies.values()) {
-      const r = this.reuse(`policy:${p.name}`, this.policies.get(p.name), `${p.fingerprint}|${p.dryRun}`);
+      const old = this.policies.get(p.name);
+      const r = this.reuse(`policy:${p.name}`, old, `${p.fingerprint}|${p.dryRun}`);
       if (r !== undefined) {
+        if (r !== old) plan.revived.push(`policy:${p.name}`);
         plan.policies.set(p.name, r);
         plan.kept++;
       } else {
