@@ -161,8 +161,10 @@ export const MAX_KEY_LENGTH = 4096;
 export class Limiter {
   readonly policy: Policy;
   readonly store: Store;
-  /** bound — the store bound to this limiter's policy (what checkAll talks to). @internal */
-  readonly bound: BoundStore;
+  /** clocked — the limiter was given a clock: a succession converts at its time, not the store's. */
+  private readonly clocked: boolean;
+  /** bound — the store bound to this limiter's policy (what checkAll talks to); replaced only by `succeed`. @internal */
+  bound: BoundStore;
   private readonly clock: Clock;
   /** read — the clock as the façade reads it: anchored to a monotonic source when there is one, else clock.now(). */
   private readonly read: () => number;
@@ -202,7 +204,8 @@ export class Limiter {
       throw new RatekeeperError(`limiter.namespace must be a string of at most ${MAX_KEY_LENGTH} characters not ending in half a surrogate pair, got ${show(ns)}`);
     }
     this.namespace = ns;
-    this.bound = this.succession(options.succeeds, options.clock !== undefined) ?? store.attach(this.policy, ns);
+    this.clocked = options.clock !== undefined;
+    this.bound = this.succession(options.succeeds, this.clocked) ?? store.attach(this.policy, ns);
     const dc = options.denialCache;
     if (dc !== undefined && dc !== false) {
       const cache = new DenialCache(dc === true ? {} : dc); // its options are checked even where it is not used
@@ -214,6 +217,21 @@ export class Limiter {
       const every = this.observer.share;
       if (every !== false && typeof this.bound.shareSummary === 'function') this.sharing = new Sharing(this.observer, this.bound, every, () => this.tick());
     }
+  }
+
+  /**
+   * succeed — takes over the clients of `old`, the limiter this one replaces on the same store (its rules changed):
+   * when the rules are compatible (Policy.compatible) every client's state, block and exemption carries over, judged
+   * by this limiter's rules, and true is returned; else nothing changes (false). Call it before this limiter decides
+   * anything, and stop using `old` then: the service builds a new limiter while the old one serves, and calls this at
+   * the swap, so that no state is converted while the old rules still decide. The `succeeds` option does the same at
+   * construction.
+   */
+  succeed(old: Limiter): boolean {
+    const b = this.succession(old, this.clocked);
+    if (b === undefined) return false;
+    this.bound = b;
+    return true;
   }
 
   /**

@@ -3,8 +3,9 @@ import { RatekeeperError, show } from '../core/errors.js';
 /** HeavyHittersOptions — the summary's size and memory. */
 export interface HeavyHittersOptions {
   /**
-   * capacity — every client with more than 1/capacity of the recent traffic is always listed. Memory is fixed by it,
-   * whatever the number of clients: 2 × capacity counters of 72 bytes plus their keys. @default 1000
+   * capacity — every client with more than 1/capacity of the recent traffic is always listed. Memory is bounded by it,
+   * whatever the number of clients: at most 2 × capacity counters of 64 bytes plus their keys, allocated as clients
+   * are seen (nothing before the first). @default 1000
    */
   capacity?: number;
   /**
@@ -37,7 +38,7 @@ export interface HeavyHitter {
 const RENORMALIZE = 50;
 
 /**
- * HeavyHitters — the heaviest clients of a stream by recent rate, in memory fixed by `capacity`: the Frequent
+ * HeavyHitters — the heaviest clients of a stream by recent rate, in memory bounded by `capacity`: the Frequent
  * (Misra–Gries) summary with batched decrements, over forward-decayed weights (Cormode, Shkapenyuk, Srivastava,
  * Xu 2009).
  *
@@ -69,19 +70,25 @@ export class HeavyHitters {
   private landmark = Number.NaN;
   /** slots — key → slot; slots 0 … size−1 are taken. */
   private readonly slots = new Map<string, number>();
-  private readonly keys: string[];
-  /** count, refusedCount — landmark units: decayed weight counted (minus D's part), decayed refused weight since entry. */
-  private readonly count: Float64Array;
-  private readonly refusedCount: Float64Array;
+  private readonly keys: string[] = [];
+  /**
+   * count, refusedCount — landmark units: decayed weight counted (minus D's part), decayed refused weight since entry.
+   * These arrays (and the six below) hold `allocated` slots: none until the first request, then doubling as clients
+   * come, up to slotsMax — so a summary costs memory in proportion to the clients it has seen, not its capacity.
+   */
+  private count: Float64Array = EMPTY;
+  private refusedCount: Float64Array = EMPTY;
   /** requests, refused — undecayed cost since firstSeen. */
-  private readonly requests: Float64Array;
-  private readonly refused: Float64Array;
-  private readonly first: Float64Array;
-  private readonly last: Float64Array;
+  private requests: Float64Array = EMPTY;
+  private refused: Float64Array = EMPTY;
+  private first: Float64Array = EMPTY;
+  private last: Float64Array = EMPTY;
   /** measured — the rules' rate at the latest request (NaN: none measured). */
-  private readonly measured: Float64Array;
-  /** scratch — a copy of the counts for quickselect. */
-  private readonly scratch: Float64Array;
+  private measured: Float64Array = EMPTY;
+  /** scratch — a copy of the counts for quickselect (allocated at the first shrink: only a full summary needs it). */
+  private scratch: Float64Array = EMPTY;
+  /** allocated — slots the arrays hold now (<= slotsMax). */
+  private allocated = 0;
   /** memo — the weight of the latest time seen, so that a burst at one ms costs one exp. */
   private memoT = Number.NaN;
   private memoW = 1;
@@ -98,16 +105,7 @@ export class HeavyHitters {
     this.capacity = capacity;
     this.halfLife = halfLife;
     this.lambda = halfLife === Infinity ? 0 : Math.LN2 / halfLife;
-    const n = (this.slotsMax = 2 * capacity);
-    this.keys = new Array<string>(n);
-    this.count = new Float64Array(n);
-    this.refusedCount = new Float64Array(n);
-    this.requests = new Float64Array(n);
-    this.refused = new Float64Array(n);
-    this.first = new Float64Array(n);
-    this.last = new Float64Array(n);
-    this.measured = new Float64Array(n);
-    this.scratch = new Float64Array(n);
+    this.slotsMax = 2 * capacity;
   }
 
   /** size — clients counted now (<= 2 × capacity). */
@@ -115,9 +113,9 @@ export class HeavyHitters {
     return this.slots.size;
   }
 
-  /** bytes — the memory of the counters (typed arrays), without the key strings (at most 2 × capacity of them). */
+  /** bytes — the memory of the counters (typed arrays) now, without the key strings (at most 2 × capacity of them). */
   get bytes(): number {
-    return this.slotsMax * 8 * 8;
+    return this.allocated * 7 * 8 + this.scratch.byteLength;
   }
 
   /**
@@ -225,6 +223,7 @@ export class HeavyHitters {
   private enter(key: string, t: number): number {
     if (this.slots.size === this.slotsMax) this.shrink();
     const slot = this.slots.size;
+    if (slot === this.allocated) this.grow();
     this.slots.set(key, slot);
     this.keys[slot] = key;
     this.count[slot] = 0;
@@ -236,10 +235,24 @@ export class HeavyHitters {
     return slot;
   }
 
+  /** grow — room for more clients: the arrays doubled (FIRST_SLOTS at the first client), at most slotsMax. */
+  private grow(): void {
+    const n = Math.min(this.slotsMax, Math.max(FIRST_SLOTS, 2 * this.allocated));
+    this.count = grown(this.count, n);
+    this.refusedCount = grown(this.refusedCount, n);
+    this.requests = grown(this.requests, n);
+    this.refused = grown(this.refused, n);
+    this.first = grown(this.first, n);
+    this.last = grown(this.last, n);
+    this.measured = grown(this.measured, n);
+    this.allocated = n;
+  }
+
   /** shrink — subtracts the capacity-th largest count from every counter and frees those left at or below 0, packing the rest. */
   private shrink(): void {
     const n = this.slots.size;
     const count = this.count;
+    if (this.scratch.length < n) this.scratch = new Float64Array(this.slotsMax);
     const s = this.scratch;
     s.set(count.subarray(0, n));
     const m = select(s, n, this.capacity - 1);
@@ -266,6 +279,19 @@ export class HeavyHitters {
       to++;
     }
   }
+}
+
+/** EMPTY — the arrays of a summary that has seen no client yet. */
+const EMPTY = new Float64Array(0);
+
+/** FIRST_SLOTS — the slots allocated at a summary's first client (then doubled as needed). */
+const FIRST_SLOTS = 16;
+
+/** grown — `a` copied into a new array of `n` numbers. */
+function grown(a: Float64Array, n: number): Float64Array {
+  const b = new Float64Array(n);
+  b.set(a);
+  return b;
 }
 
 /** select — the k-th largest (0-based) of a[0 … n) by quickselect, reordering a. */

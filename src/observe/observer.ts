@@ -79,8 +79,10 @@ const TAIL_SIZE = 2048;
 /**
  * Observer — what a limiter remembers of its decisions, beside the hot path: a heavy-hitters summary of its
  * clients (by recent rate), decision counters by outcome and by refusing rule with their series over the last
- * hour, and, while someone watches, a sampled tail of decisions (refusals always). Memory is fixed by the options,
- * whatever the number of clients. Pure: the limiter passes every decision and its time.
+ * hour, and, while someone watches, a sampled tail of decisions (refusals always). Memory is bounded by the options,
+ * whatever the number of clients, and allocated as decisions come (an observer that has seen nothing holds a few
+ * hundred bytes): many limits cost memory in proportion to the traffic they see. Pure: the limiter passes every
+ * decision and its time.
  */
 export class Observer {
   readonly hitters: HeavyHitters;
@@ -99,8 +101,8 @@ export class Observer {
   private recheck = Infinity;
   keep = 1;
   private readonly tailRefused: number;
-  /** tail — a ring of the latest events (seq % TAIL_SIZE); filled only while `watchers` > 0. */
-  private readonly tail: (TailEvent | undefined)[] = new Array(TAIL_SIZE);
+  /** tail — a ring of the latest events (seq % TAIL_SIZE), growing to TAIL_SIZE as it is filled; filled only while `watchers` > 0. */
+  private readonly tail: TailEvent[] = [];
   private seq = 0;
   /** watchers — open watches; the tail costs nothing when 0. */
   watchers = 0;

@@ -3,8 +3,8 @@ import { readdir, realpath, stat } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 
 /**
- * signature — what identifies the configuration's files as they are now: for a file, its real path, size, mtime and
- * inode; for a directory, the same for every file the loader reads (`*.yaml`/`*.yml`, subdirectories included,
+ * signature — what identifies the configuration's files as they are now: for a file, its real path, size, mtime,
+ * ctime, inode and mode (so a file made readable again by `chmod` is looked at again); for a directory, the same for every file the loader reads (`*.yaml`/`*.yml`, subdirectories included,
  * dot-entries skipped, symlinks followed, so a Kubernetes ConfigMap's `..data` swap changes it), and every
  * directory's real path. Two equal signatures mean nothing to reload.
  */
@@ -35,9 +35,13 @@ async function walk(dir: string, parts: string[], seen: Set<string>): Promise<vo
   }
 }
 
-function describe(real: string, st: { size: number; mtimeMs: number; ino: number }): string {
-  return `${real}:${st.size}:${st.mtimeMs}:${st.ino}`;
+/** describe — one file's part of the signature: a write changes size or mtime, a `chmod` the mode and ctime. */
+function describe(real: string, st: { size: number; mtimeMs: number; ctimeMs: number; ino: number; mode: number }): string {
+  return `${real}:${st.size}:${st.mtimeMs}:${st.ctimeMs}:${st.ino}:${st.mode}`;
 }
+
+/** QUIET_MS — how long the files must stay unchanged before they are loaded (ms). */
+export const QUIET_MS = 300;
 
 /** ConfigWatcherOptions — what to watch and what to do with a change. */
 export interface ConfigWatcherOptions {
@@ -46,13 +50,20 @@ export interface ConfigWatcherOptions {
   reload: () => Promise<void>;
   /** pollMs — how often the files are looked at even without a file-system event. @default 250 */
   pollMs?: number;
+  /**
+   * quietMs — a change is loaded only once the files' signature has stayed the same for this long (ms): a file
+   * rewritten in place, in several writes, is never loaded half-written while the writer pauses less than this.
+   * @default QUIET_MS (300)
+   */
+  quietMs?: number;
   log: (line: string) => void;
 }
 
 /**
  * ConfigWatcher — reloads the configuration within a second of a change: file-system events (on the file's
  * directory, since editors and ConfigMaps replace files rather than write them) trigger a look at once, and a poll
- * catches what events miss (network file systems, a swapped symlink's target). A bad configuration is rejected
+ * catches what events miss (network file systems, a swapped symlink's target). A change is loaded once the files
+ * have stopped changing (two looks `quietMs` apart agree), so a file rewritten in place is not loaded half-written. A bad configuration is rejected
  * whole by `reload`; the watcher retries only once the files change again. `close()` stops it (nothing else keeps
  * the process alive).
  */
@@ -92,13 +103,30 @@ export class ConfigWatcher {
     try {
       do {
         this.again = false;
-        const sig = await signature(this.options.path).catch(() => undefined);
+        const seen = await signature(this.options.path).catch(() => undefined);
+        if (seen === undefined || seen === this.last) continue;
+        const sig = await this.settle(seen);
         if (sig === undefined || sig === this.last) continue;
         this.last = sig;
         await this.options.reload().catch((e: unknown) => this.options.log(`ratekeeper: config reload rejected, the previous configuration keeps serving: ${(e as Error)?.message ?? String(e)}`));
       } while (this.again && !this.closed);
     } finally {
       this.busy = false;
+    }
+  }
+
+  /**
+   * settle — the files' signature once two looks `quietMs` apart agree (the writer has stopped), or undefined when
+   * they are gone or the watcher is closed meanwhile.
+   */
+  private async settle(sig: string): Promise<string | undefined> {
+    const quiet = this.options.quietMs ?? QUIET_MS;
+    for (;;) {
+      await new Promise<void>((resolve) => setTimeout(resolve, quiet).unref());
+      if (this.closed) return undefined;
+      const again = await signature(this.options.path).catch(() => undefined);
+      if (again === undefined || again === sig) return again;
+      sig = again;
     }
   }
 

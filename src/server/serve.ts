@@ -4,6 +4,7 @@ import type { AdminServer } from '../admin/serve.js';
 import type { Store } from '../stores/types.js';
 import { RatekeeperError, show } from '../core/errors.js';
 import { loadConfig } from './config/index.js';
+import { loadConfigOffThread } from './config/offThread.js';
 import { RateLimitService } from './service.js';
 import { Metrics } from './metrics.js';
 import { HttpFront, type Health } from './http.js';
@@ -46,6 +47,8 @@ export interface ServeOptions {
   denialCache?: boolean;
   /** reloadPollMs — how often the configuration files are looked at. @default 250 */
   reloadPollMs?: number;
+  /** reloadQuietMs — how long changed configuration files must stay unchanged before they are loaded (ms). @default 300 */
+  reloadQuietMs?: number;
   /**
    * healthCheckStore — /healthcheck answers 500 while a Redis server of the store (a Cluster master) does not answer
    * (envoyproxy/ratelimit's REDIS_HEALTH_CHECK_ACTIVE_CONNECTION). Off, it answers 200 and names the unreachable
@@ -111,10 +114,18 @@ export async function startService(options: ServeOptions): Promise<Running> {
   let shown = configText(cfg.files);
   log(`ratekeeper: config ${options.config}: ${cfg.files.length} file(s), ${cfg.domains.length} domain(s), ${cfg.limits.length} limit(s), ${cfg.policies.size} polic${cfg.policies.size === 1 ? 'y' : 'ies'}`);
 
-  const reload = async (): Promise<void> => {
+  // a reload reads, parses and validates in a worker thread, builds the new limiters in slices between checks, then
+  // swaps the configuration in one step: the one in force serves until then (one reload at a time)
+  let reloading: Promise<void> = Promise.resolve();
+  const reload = (): Promise<void> => {
+    const r = reloading.then(reloadNow);
+    reloading = r.catch(() => undefined);
+    return r;
+  };
+  const reloadNow = async (): Promise<void> => {
     try {
-      const next = await loadConfig(options.config);
-      const { kept, carried, fresh } = service.setConfig(next);
+      const next = await loadConfigOffThread(options.config);
+      const { kept, carried, fresh } = service.commit(await service.prepare(next));
       shown = configText(next.files);
       metrics.configLoaded(true, next.loadedAt);
       log(`ratekeeper: config reloaded: ${next.limits.length} limit(s), ${next.policies.size} policies; ${kept} kept their state, ${carried} carried it to new rules, ${fresh} start fresh`);
@@ -123,7 +134,7 @@ export async function startService(options: ServeOptions): Promise<Running> {
       throw e;
     }
   };
-  const watcher = new ConfigWatcher({ path: options.config, reload, pollMs: options.reloadPollMs, log });
+  const watcher = new ConfigWatcher({ path: options.config, reload, pollMs: options.reloadPollMs, quietMs: options.reloadQuietMs, log });
   await watcher.start();
 
   let http: HttpFront | undefined;
@@ -177,6 +188,7 @@ export async function startService(options: ServeOptions): Promise<Running> {
       watcher.close();
       await Promise.all([http?.close(), grpcFront?.close(), admin?.close()]);
       for (const [, l] of service.limiters()) await l.close().catch(() => undefined);
+      service.dropRetired();
       await closeStore();
     })()),
   };

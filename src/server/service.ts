@@ -55,6 +55,48 @@ export const MAX_OVERRIDES = 256;
  * or Redis TIME) may run a little behind the wall clock the service reads here.
  */
 const OVERRIDE_SLACK = 1000;
+/** RETIRED_GRACE_MS — how long a limiter the configuration dropped is kept, for a limit that comes back (ms). */
+export const RETIRED_GRACE_MS = 60_000;
+/** MAX_RETIRED — the most dropped limiters kept at once (each idle one costs a few hundred bytes; its clients more). */
+const MAX_RETIRED = 20_000;
+/** PREPARE_SLICE_MS — the work `prepare` does between two turns of the event loop (ms). */
+const PREPARE_SLICE_MS = 5;
+
+/** Prepared — a configuration whose limiters are built, ready for `commit`. */
+export interface Prepared {
+  readonly cfg: ServiceConfig;
+}
+
+/**
+ * Todo — a limiter to build for a plan: where it goes, its rules, the namespace and id of its clients' state, and the
+ * limiter in force it replaces (`old`: its rules changed), whose clients it takes over at commit when compatible.
+ */
+interface Todo {
+  into: Map<string, Runtime>;
+  name: string;
+  rules: readonly RuleConfig[];
+  dryRun: boolean;
+  fingerprint: string;
+  namespace: string;
+  id: string;
+  old: Runtime | undefined;
+  built?: Runtime;
+}
+
+/** ConfigPlan — a configuration being prepared: the limiters kept, those still to build (todo from `next` on), the counts. */
+interface ConfigPlan extends Prepared {
+  limits: Map<string, Runtime>;
+  policies: Map<string, Runtime>;
+  todo: Todo[];
+  next: number;
+  kept: number;
+  fresh: number;
+  /** succeeded — the limiters in force that a new one took the clients of at commit (never revived: their state moved). */
+  succeeded: Set<Runtime>;
+  /** revived — the names whose limiter the plan takes back from the retired ones. */
+  revived: string[];
+}
+
 const MAX_UINT32 = 0xffffffff;
 /** NEAR_LIMIT_RATIO — envoy's: a hit past this share of the limit counts as near the limit in the metrics. */
 export const NEAR_LIMIT_RATIO = 0.8;
@@ -127,6 +169,11 @@ export class RateLimitService {
   private readonly overrides = new Map<string, OverrideRuntime>();
   /** overridesBusyUntil — ms (wall clock) before which no override can be idle: every one was in use at the last look. */
   private overridesBusyUntil = 0;
+  /**
+   * retired — limiters the configuration dropped, by `limit:<id>` / `policy:<name>`, oldest first, with when (ms):
+   * within RETIRED_GRACE_MS a limit that comes back with the same rules takes its limiter back. At most MAX_RETIRED.
+   */
+  private readonly retired = new Map<string, { runtime: Runtime; at: number }>();
 
   /** sync — the store answers synchronously (the memory store): decisions are made without a promise per descriptor. */
   private readonly sync: boolean;
@@ -144,67 +191,162 @@ export class RateLimitService {
 
   /**
    * setConfig — puts a new configuration in force, at once and whole. A limit or policy whose rules did not change
-   * keeps its limiter, and with it every client's state; one whose rules changed compatibly gets a limiter that
-   * succeeds the old one (its clients carried over, judged by the new rules: runtime); the others start fresh.
+   * keeps its limiter, and with it every client's state (see {@link reuse}); one whose rules changed compatibly gets a
+   * limiter that takes over the old one's clients at the swap (converted to the new rules: Limiter.succeed); the others
+   * start fresh. Builds every new limiter in this one call: a reload of many limits uses {@link prepare} and
+   * {@link commit} instead.
    */
   setConfig(cfg: ServiceConfig): { kept: number; carried: number; fresh: number } {
-    let kept = 0;
-    let carried = 0;
-    let fresh = 0;
-    const limits = new Map<string, Runtime>();
+    const plan = this.planConfig(cfg);
+    while (plan.next < plan.todo.length) this.build(plan, Infinity);
+    return this.commit(plan);
+  }
+
+  /**
+   * prepare — builds what `cfg` needs (the limiters of its new limits) while the configuration in force keeps
+   * serving: in slices of at most `sliceMs` ms of work, each followed by a turn of the event loop (setImmediate), so
+   * that no check waits behind a reload for more than about one slice. `commit` then puts it in force in one step.
+   * Only one prepared configuration may be pending at a time (the reloads are serialized by the caller).
+   */
+  async prepare(cfg: ServiceConfig, sliceMs = PREPARE_SLICE_MS): Promise<Prepared> {
+    const plan = this.planConfig(cfg);
+    while (plan.next < plan.todo.length) {
+      await new Promise<void>((resolve) => setImmediate(resolve));
+      this.build(plan, sliceMs);
+    }
+    return plan;
+  }
+
+  /**
+   * commit — puts a prepared configuration in force, in one synchronous step: each new limiter whose limit's rules
+   * changed compatibly takes over the clients of the one it replaces (built while the old one served, it takes them
+   * only now, so no client's state is converted while the old rules still decide), the limits' and policies' maps
+   * are swapped, and the limiters the new configuration no longer uses are retired (kept for RETIRED_GRACE_MS, so
+   * that a limit that comes back with the same rules finds its clients' state; not those whose clients moved). A
+   * limiter retired meanwhile (by an earlier commit since `prepare`) that the plan reuses is taken back from the
+   * retired ones.
+   */
+  commit(prepared: Prepared): { kept: number; carried: number; fresh: number } {
+    const plan = prepared as ConfigPlan;
+    while (plan.next < plan.todo.length) this.build(plan, Infinity);
+    for (const t of plan.todo) {
+      // the limiter it replaces must still be the one in force (a commit since prepare may have replaced it)
+      const inForce = t.into === plan.limits ? this.limits.get(t.name) : this.policies.get(t.name);
+      if (t.old !== undefined && t.old === inForce && t.built!.limiter.succeed(t.old.limiter)) plan.succeeded.add(t.old);
+    }
+    const now = Date.now();
+    // a limiter is only ever reused under its own name: one lookup per old name tells whether it is still in use
+    for (const [id, r] of this.limits) if (plan.limits.get(id) !== r) this.dropOrKeep(`limit:${id}`, r, plan, now);
+    for (const [name, r] of this.policies) if (plan.policies.get(name) !== r) this.dropOrKeep(`policy:${name}`, r, plan, now);
+    for (const name of plan.revived) this.retired.delete(name);
+    this.sweepRetired(now);
+    this.limits = plan.limits;
+    this.policies = plan.policies;
+    this.cfg = plan.cfg;
+    const carried = plan.succeeded.size;
+    return { kept: plan.kept, carried, fresh: plan.fresh - carried };
+  }
+
+  /** dropOrKeep — a limiter no longer in force: retired at once when its clients moved to its successor, else kept a while. */
+  private dropOrKeep(name: string, r: Runtime, plan: ConfigPlan, now: number): void {
+    if (plan.succeeded.has(r)) this.retire(r);
+    else this.retireLater(name, r, now);
+  }
+
+  /** plan_ — what `cfg` keeps and what it must build, decided against the configuration in force. */
+  private planConfig(cfg: ServiceConfig): ConfigPlan {
+    const plan: ConfigPlan = { cfg, limits: new Map(), policies: new Map(), todo: [], next: 0, kept: 0, fresh: 0, revived: [], succeeded: new Set() };
     for (const spec of cfg.limits) {
       if (spec.unlimited || spec.rules.length === 0) continue;
       const old = this.limits.get(spec.id);
-      const fp = `${spec.fingerprint}|${spec.shadowMode}`;
-      if (old !== undefined && old.fingerprint === fp) {
-        limits.set(spec.id, old);
-        kept++;
+      const r = this.reuse(`limit:${spec.id}`, old, `${spec.fingerprint}|${spec.shadowMode}`);
+      if (r !== undefined) {
+        if (r !== old) plan.revived.push(`limit:${spec.id}`);
+        plan.limits.set(spec.id, r);
+        plan.kept++;
       } else {
-        const rt = this.runtime(spec.rules, spec.shadowMode, fp, domainSpace(spec.domain), old, `limit:${spec.id}`);
-        limits.set(spec.id, rt);
-        if (carries(old, rt)) carried++;
-        else fresh++;
+        plan.todo.push({ into: plan.limits, name: spec.id, rules: spec.rules, dryRun: spec.shadowMode, fingerprint: `${spec.fingerprint}|${spec.shadowMode}`, namespace: domainSpace(spec.domain), id: `limit:${spec.id}`, old });
       }
     }
-    const policies = new Map<string, Runtime>();
     for (const p of cfg.policies.values()) {
       const old = this.policies.get(p.name);
-      const fp = `${p.fingerprint}|${p.dryRun}`;
-      if (old !== undefined && old.fingerprint === fp) {
-        policies.set(p.name, old);
-        kept++;
+      const r = this.reuse(`policy:${p.name}`, old, `${p.fingerprint}|${p.dryRun}`);
+      if (r !== undefined) {
+        if (r !== old) plan.revived.push(`policy:${p.name}`);
+        plan.policies.set(p.name, r);
+        plan.kept++;
       } else {
-        const rt = this.runtime(p.rules, p.dryRun, fp, policyKey(p.name, ''), old, `policy:${p.name}`);
-        policies.set(p.name, rt);
-        if (carries(old, rt)) carried++;
-        else fresh++;
+        plan.todo.push({ into: plan.policies, name: p.name, rules: p.rules, dryRun: p.dryRun, fingerprint: `${p.fingerprint}|${p.dryRun}`, namespace: policyKey(p.name, ''), id: `policy:${p.name}`, old });
       }
     }
-    for (const [id, r] of this.limits) if (limits.get(id) !== r) this.retire(r);
-    for (const [name, r] of this.policies) if (policies.get(name) !== r) this.retire(r);
-    this.limits = limits;
-    this.policies = policies;
-    this.cfg = cfg;
-    return { kept, carried, fresh };
+    plan.fresh = plan.todo.length;
+    return plan;
+  }
+
+  /**
+   * reuse — the one place that decides whether a limit of the new configuration keeps a limiter (and so its clients'
+   * state): the limiter in force under the same name when its rules' fingerprint is the same, else one retired within
+   * the grace period with that fingerprint; undefined: a fresh limiter is built.
+   */
+  private reuse(name: string, old: Runtime | undefined, fingerprint: string): Runtime | undefined {
+    if (old !== undefined && old.fingerprint === fingerprint) return old;
+    const retired = this.retired.get(name);
+    if (retired !== undefined && retired.runtime.fingerprint === fingerprint) return retired.runtime;
+    return undefined;
+  }
+
+  /** build — builds the plan's next limiters until `budgetMs` of work is spent (at least one). */
+  private build(plan: ConfigPlan, budgetMs: number): void {
+    const end = budgetMs === Infinity ? Infinity : performance.now() + budgetMs;
+    do {
+      const t = plan.todo[plan.next++];
+      t.built = this.runtime(t.rules, t.dryRun, t.fingerprint, t.namespace, t.id);
+      t.into.set(t.name, t.built);
+    } while (plan.next < plan.todo.length && (end === Infinity || performance.now() < end));
   }
 
   /**
    * runtime — the limiter of a limit or policy. Its clients are keyed as the clients send them (a policy's `key`, a
    * descriptor's entries); `namespace` (the policy's `<length>:<name>:`, the limit's `domain:`) is where the store
-   * keeps them apart. `old` — the one it replaces (its rules or mode changed): the new limiter succeeds it (Limiter
-   * `succeeds`), so that when the rules are compatible (same algorithms and periods, in order; limit, burst, halfLife
-   * changed) every client's state, block and exemption carries over and is judged by the new rules — lowering a limit
-   * during an attack does not forgive the attackers. Otherwise its clients start fresh. `id` — the limit's or
-   * policy's name for its state in a shared store (Limiter `id`): on Redis every instance, whatever rules it holds for
-   * the limit, reads and writes one state per client.
+   * keeps them apart. `id` — the limit's or policy's name for its state in a shared store (Limiter `id`): on Redis
+   * every instance, whatever rules it holds for the limit, reads and writes one state per client, so a rule change
+   * (commit: Limiter.succeed) carries every client's state, block and exemption over, judged by the new rules —
+   * lowering a limit during an attack does not forgive the attackers.
    */
-  private runtime(rules: readonly RuleConfig[], dryRun: boolean, fingerprint: string, namespace: string, old?: Runtime, id?: string): Runtime {
+  private runtime(rules: readonly RuleConfig[], dryRun: boolean, fingerprint: string, namespace: string, id?: string): Runtime {
     const clock = this.options.clock;
     const limiter = new Limiter({
       rules: [...rules], store: this.store, dryRun: dryRun || this.options.shadowMode === true, denialCache: this.options.denialCache === true,
-      observe: this.options.observe === true, succeeds: old?.limiter, id, namespace, ...(clock === undefined ? {} : { clock: { now: () => clock.now() } }),
+      observe: this.options.observe === true, id, namespace, ...(clock === undefined ? {} : { clock: { now: () => clock.now() } }),
     });
     return { limiter, fingerprint, policyField: policyField(limiter.policy.rules, undefined), writer: new LimitFieldWriter(limiter.policy.rules) };
+  }
+
+  /**
+   * retireLater — a limiter the configuration no longer uses: kept, with its clients' state, for RETIRED_GRACE_MS
+   * under its name (a config rewritten in two steps that drops a limit and brings it back finds it), at most
+   * MAX_RETIRED of them (the oldest retired for good first).
+   */
+  private retireLater(name: string, r: Runtime, now: number): void {
+    const prior = this.retired.get(name);
+    if (prior !== undefined && prior.runtime !== r) this.retire(prior.runtime);
+    this.retired.delete(name);
+    this.retired.set(name, { runtime: r, at: now });
+  }
+
+  /** sweepRetired — retires for good the limiters past their grace period, and the oldest past MAX_RETIRED. */
+  private sweepRetired(now: number): void {
+    for (const [name, r] of this.retired) {
+      if (now - r.at < RETIRED_GRACE_MS && this.retired.size <= MAX_RETIRED) break;
+      this.retired.delete(name);
+      this.retire(r.runtime);
+    }
+  }
+
+  /** dropRetired — retires for good every limiter kept for its grace period (the service is closing). */
+  dropRetired(): void {
+    for (const r of this.retired.values()) this.retire(r.runtime);
+    this.retired.clear();
   }
 
   /**
@@ -594,11 +736,6 @@ function headersFor(items: Item[], decisions: Decision[], shadow: boolean): RlsR
     if (s !== undefined) out.push({ key: 'Retry-After', value: String(s) });
   }
   return out;
-}
-
-/** carries — whether the limiter of `next` took over the clients of `old` (compatible rules: Limiter `succeeds`). */
-function carries(old: Runtime | undefined, next: Runtime): boolean {
-  return old !== undefined && next.limiter.policy.compatible(old.limiter.policy);
 }
 
 /**

@@ -58,7 +58,9 @@ export class MemoryStore implements Store {
    */
   succeed(from: Policy, to: Policy, now: number): MemoryTable | undefined {
     const t = this.tables.get(from);
-    if (t === undefined || from === to || this.tables.has(to) || !to.compatible(from)) return undefined;
+    const mine = this.tables.get(to);
+    // `to` may have a table already (its limiter was built before it took over), as long as nothing was put in it
+    if (t === undefined || from === to || (mine !== undefined && !mine.empty) || !to.compatible(from)) return undefined;
     t.adopt(to, now);
     this.tables.delete(from);
     this.tables.set(to, t);
@@ -106,6 +108,8 @@ const BIG = 255;
 /** NORMAL, PENALTY — the two LRU lists: clients whose last decision admitted them, and those it refused. */
 const NORMAL = 0;
 const PENALTY = 1;
+/** FIRST_SLOTS — client slots allocated at a table's first client (none before), then doubled as clients come. */
+const FIRST_SLOTS = 16;
 /** SWEEP — expired overrides looked for per override set: enough to reclaim them faster than they are made. */
 const SWEEP = 2;
 
@@ -174,7 +178,8 @@ export class MemoryTable implements BoundStore {
     this.logAt = policy.hasLog ? policy.stateSize : -1;
     this.stride = policy.stateSize + (policy.hasLog ? 1 + 2 * INLINE : 0);
     this.log = policy.hasLog ? new Log(INLINE) : undefined;
-    const cap = Math.min(maxKeys, 1024);
+    // nothing for clients until the first one comes (a service with many limits, most of them idle), then doubling
+    const cap = 0;
     this.slab = new Float64Array(cap * this.stride);
     this.newer = new Int32Array(cap);
     this.older = new Int32Array(cap);
@@ -286,6 +291,11 @@ export class MemoryTable implements BoundStore {
     const stride = this.stride;
     for (let slot = 0, n = this.slots.size; slot < n; slot++) to.adopt(from, this.slab, slot * stride, now);
     this.policy = to;
+  }
+
+  /** empty — no client and no override has been put in this table (or it was cleared). */
+  get empty(): boolean {
+    return this.slots.size === 0 && this.overridden.size === 0;
   }
 
   /** clear — forgets every client and override. */
@@ -425,8 +435,9 @@ export class MemoryTable implements BoundStore {
     if (this.lru[l] === NONE) this.lru[l] = slot;
   }
 
+  /** grow — room for more clients: the arrays doubled (FIRST_SLOTS at the first client), at most maxKeys. */
   private grow(): void {
-    const cap = Math.min(this.maxKeys, this.newer.length * 2);
+    const cap = Math.min(this.maxKeys, Math.max(FIRST_SLOTS, this.newer.length * 2));
     const slab = new Float64Array(cap * this.stride);
     slab.set(this.slab);
     this.slab = slab;

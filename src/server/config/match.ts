@@ -89,11 +89,12 @@ export class Config implements ServiceConfig {
   constructor(
     readonly files: string[],
     readonly loadedAt: number,
-    private readonly roots: ReadonlyMap<string, DNode>,
+    /** roots — each domain's tree (read by transfer.ts to send a configuration between threads). */
+    readonly roots: ReadonlyMap<string, DNode>,
     readonly limits: readonly LimitSpec[],
     readonly policies: ReadonlyMap<string, NativePolicy>,
     /** depth — the most entries any config path has. */
-    private readonly depth: number,
+    readonly depth: number,
   ) {
     this.domains = [...roots.keys()];
     this.nodes = new Array<DNode>(depth);
