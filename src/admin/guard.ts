@@ -83,12 +83,15 @@ export function hostRefusal(req: IncomingMessage, allowed: AllowedHosts): string
 
 /**
  * siteRefusal — why the request comes from a page of another site, or undefined: `Sec-Fetch-Site` other than
- * `same-origin` or `none` (a user's own navigation), or an `Origin` whose host is not the request's `Host` (`null`
- * included). Tools (curl, scripts) send neither and pass.
+ * `same-origin` or `none` (a user's own navigation); without that header (a browser that does not send it), an
+ * `Origin` whose host is not the request's `Host` (`null` included). A browser's own `Sec-Fetch-Site` (no page can set
+ * it) outranks the Origin comparison: behind a reverse proxy that rewrites `Host` (nginx's default), the dashboard's
+ * same-origin requests carry the proxy's origin and the listener's Host. Tools (curl, scripts) send neither and pass.
  */
 export function siteRefusal(req: IncomingMessage): string | undefined {
   const site = req.headers['sec-fetch-site'];
   if (site !== undefined && site !== 'same-origin' && site !== 'none') return `the admin API does not answer requests from other sites (Sec-Fetch-Site: ${site})`;
+  if (site !== undefined) return undefined;
   const origin = req.headers.origin;
   if (origin === undefined) return undefined;
   let host: string | undefined;

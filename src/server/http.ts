@@ -229,6 +229,8 @@ export class HttpFront {
       return Array.isArray(v) ? v[0] : v;
     };
     const run = async (): Promise<void> => {
+      const twice = repeated(req.rawHeaders);
+      if (twice !== undefined) throw new BadRequest(twice, 'header is sent more than once: node would join the copies with ", " into one key of its own (a client that adds its own copy would get a fresh budget)');
       const policy = one('x-ratekeeper-policy');
       const key = one('x-ratekeeper-key');
       const costText = one('x-ratekeeper-cost');
@@ -341,4 +343,27 @@ function send(res: ServerResponse, status: number, type: string, body: string): 
 
 function fail(res: ServerResponse, status: number, field: string, message: string): void {
   send(res, status, 'application/json', JSON.stringify({ error: message.startsWith(`${field}:`) ? message : `${field}: ${message}`, field }));
+}
+
+/** AUTH_HEADERS — the headers GET /v1/auth reads, as a proxy spells them in its messages. */
+const AUTH_HEADERS = ['X-Ratekeeper-Policy', 'X-Ratekeeper-Key', 'X-Ratekeeper-Cost'] as const;
+const AUTH_LOWER: readonly string[] = AUTH_HEADERS.map((n) => n.toLowerCase());
+
+/**
+ * repeated — the first of AUTH_HEADERS that `raw` (IncomingMessage.rawHeaders: name, value, name, value …) holds more
+ * than once, or undefined. One pass, no allocation unless a name has the length of one of them.
+ */
+function repeated(raw: readonly string[]): string | undefined {
+  let seen = 0;
+  for (let i = 0; i < raw.length; i += 2) {
+    const n = raw[i];
+    if (n.length !== 16 && n.length !== 17 && n.length !== 19) continue;
+    const lower = n.toLowerCase();
+    for (let j = 0; j < AUTH_HEADERS.length; j++) {
+      if (lower !== AUTH_LOWER[j]) continue;
+      if ((seen & (1 << j)) !== 0) return AUTH_HEADERS[j];
+      seen |= 1 << j;
+    }
+  }
+  return undefined;
 }

@@ -114,6 +114,19 @@ interface Plan {
   live: Item[];
   /** refused — a descriptor refused it already (a deny-all limit): the live items are only looked at. */
   refused: boolean;
+  /**
+   * guards — for a descriptor with its own limit that also matches a configured limit, that limit's client, looked at
+   * (cost 0) in the same all-or-nothing decision: an operator's block or exemption of the client holds whatever
+   * limit the request carries (a block refuses the request and charges nothing; an exemption answers OK).
+   */
+  guards: Guard[] | undefined;
+}
+
+/** Guard — a configured limit's client looked at for its block or exemption (see Plan.guards). */
+interface Guard {
+  index: number;
+  limiter: Limiter;
+  key: string;
 }
 
 function remainingOf(d: Decision): number {
@@ -435,6 +448,7 @@ export class RateLimitService {
       // refused already (a requests_per_unit: 0 limit): the others are looked at, not charged
       ? plan.live.map((it) => ({ limiter: it.limiter, key: it.key, cost: 0 }))
       : plan.live.map(toCheck);
+    if (plan.guards !== undefined) for (const g of plan.guards) parts.push({ limiter: g.limiter, key: g.key, cost: 0 });
     if (this.sync) return this.finish(plan, checkAllSync(parts, opts).decisions);
     return checkAll(parts, opts).then((r) => this.finish(plan, r.decisions));
   }
@@ -454,6 +468,7 @@ export class RateLimitService {
     let total = 0;
     let replacing: Set<string> | undefined;
     let denied: Denied[] | undefined;
+    let guards: Guard[] | undefined;
     const known = cfg !== undefined && cfg.hasDomain(domain);
     for (let i = 0; i < descriptors.length; i++) {
       const d = descriptors[i];
@@ -466,7 +481,12 @@ export class RateLimitService {
       let m: Match | undefined;
       if (own) {
         const o = overrideOf(d, i);
-        if (known) m = cfg.override(domain, entries, o);
+        if (known) {
+          m = cfg.override(domain, entries, o);
+          const base = m === undefined ? undefined : cfg.match(domain, entries);
+          const brt = base === undefined || base.limit.unlimited || base.limit.denyAll ? undefined : this.limits.get(base.limit.id);
+          if (brt !== undefined && base !== undefined) (guards ??= []).push({ index: i, limiter: brt.limiter, key: base.client });
+        }
       } else if (known) {
         m = cfg.match(domain, entries);
       }
@@ -523,7 +543,7 @@ export class RateLimitService {
         metrics.refused(domain, x.metricKey, x.name ?? denyRuleName(x.spec), x.cost, x.shadow, x.fromRequest);
       }
     }
-    return { domain, statuses, live, refused };
+    return { domain, statuses, live, refused, guards };
   }
 
   /** finish — the response from the plan and the live descriptors' decisions. */
@@ -547,10 +567,24 @@ export class RateLimitService {
       };
       this.options.metrics?.decision(plan.domain, it.metricKey, dec, it.cost, it.own ? OVERRIDE_RULE : undefined, it.fromRequest);
     }
+    if (plan.guards !== undefined) {
+      // the configured limit's block or exemption of the client decides its descriptor, whatever limit it carried
+      for (let j = 0; j < plan.guards.length; j++) {
+        const g = plan.guards[j];
+        const dec = decisions[live.length + j];
+        if (dec === undefined || (dec.reason !== 'blocked' && dec.reason !== 'exempt')) continue;
+        const prev = statuses[g.index];
+        statuses[g.index] = dec.reason === 'blocked'
+          ? { code: 'OVER_LIMIT', current_limit: prev?.current_limit, limit_remaining: 0, duration_until_reset: prev?.duration_until_reset }
+          : { code: 'OK', current_limit: prev?.current_limit, limit_remaining: prev?.limit_remaining ?? 0, duration_until_reset: prev?.duration_until_reset };
+      }
+      overall = 'OK';
+      for (const st of statuses) if (st !== undefined && st.code === 'OVER_LIMIT') overall = 'OVER_LIMIT';
+    }
     const response: RlsResponse = { overall_code: overall, statuses, response_headers_to_add: [] };
     if (this.options.responseHeaders === true) {
       if (plan.refused) response.response_headers_to_add = deniedHeaders(statuses);
-      else if (live.length > 0) response.response_headers_to_add = headersFor(live, decisions, this.options.shadowMode === true);
+      else if (live.length > 0) response.response_headers_to_add = headersFor(live, plan.guards === undefined ? decisions : decisions.slice(0, live.length), this.options.shadowMode === true);
     }
     return response;
   }

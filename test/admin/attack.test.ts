@@ -179,6 +179,38 @@ describe('a web page cannot drive the admin listener (loopback, no token: the CL
     await page.close();
   });
 
+  it('behind a reverse proxy that rewrites Host (nginx\'s default proxy_set_header Host $proxy_host), the dashboard still blocks a key', async () => {
+    // the proxy: another loopback port, its own origin in the browser; it forwards with Host: the listener's address,
+    // so the browser's Origin (the proxy's) differs from the Host the listener sees, while Sec-Fetch-Site says same-origin
+    const target = `127.0.0.1:${port}`;
+    const proxy = http.createServer((req, res) => {
+      const up = http.request({ host: '127.0.0.1', port, path: req.url, method: req.method, headers: { ...req.headers, host: target } }, (r) => {
+        res.writeHead(r.statusCode ?? 502, r.headers);
+        r.pipe(res);
+      });
+      up.on('error', () => res.destroy());
+      req.pipe(up);
+    });
+    await new Promise<void>((r) => proxy.listen(0, '127.0.0.1', r));
+    const page = await context.newPage();
+    try {
+      await page.goto(`http://localhost:${(proxy.address() as AddressInfo).port}/`);
+      await page.fill('#block-key', 'via-proxy');
+      await page.fill('#block-reason', 'proxied');
+      await page.click('#block-submit');
+      const deadline = Date.now() + 10_000;
+      while (!(await api.blocks()).some((b) => b.key === 'via-proxy') && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+      assert.deepEqual((await api.blocks()).filter((b) => b.key === 'via-proxy').map((b) => b.reason), ['proxied'], seen.filter((s) => s.startsWith('POST')).join('\n'));
+      // the same headers without Sec-Fetch-Site (a browser that does not send it): the Origin decides, and it is foreign
+      const old = await raw(port, '/admin/blocks', { host: target, 'content-type': 'application/json', origin: `http://localhost:${(proxy.address() as AddressInfo).port}` }, 'POST', '{"key":"k-old"}');
+      assert.equal(old.status, 403);
+    } finally {
+      await page.close();
+      await api.unblock('via-proxy');
+      await new Promise<void>((r) => proxy.close(() => r()));
+    }
+  });
+
   it('the dashboard, served by the same listener, still blocks a key from the page (its requests are same-origin)', async () => {
     const page = await context.newPage();
     await page.goto(admin.url);
