@@ -132,10 +132,13 @@ describe('gRPC RLS v3', () => {
     // the descriptor's own hits_addend (google.protobuf.UInt64Value = 3 { value = 1 }) and its own limit
     // (RateLimitOverride = 2 { requests_per_unit = 1; unit = 2 }) — SECOND = 1
     const withOwn = msg(field(1, msg(field(1, 'user'), field(2, 'bob'))), field(2, msg(field(1, 1), field(2, 1))), field(3, msg(field(1, 1))));
+    // a per-second limit's window is aligned to the epoch: both calls go early in one second, so that they share it
+    if (Date.now() % 1000 > 500) await new Promise((r) => setTimeout(r, 1000 - (Date.now() % 1000)));
+    const t0 = Date.now();
     const first = parse(await raw(msg(field(1, 'wire'), field(2, withOwn))));
     assert.deepEqual(first.get(1), [1]);
     const second = parse(await raw(msg(field(1, 'wire'), field(2, withOwn))));
-    assert.deepEqual(second.get(1), [2], 'OVER_LIMIT = 2: one per second from the request\'s own limit');
+    assert.deepEqual(second.get(1), [2], `OVER_LIMIT = 2: one per second from the request's own limit (calls from ${t0 % 1000} ms into a second, ${Date.now() - t0} ms in all)`);
     const over = parse(second.get(2)![0] as Buffer);
     assert.deepEqual(over.get(1), [2]);
     assert.ok(over.get(3) === undefined || over.get(3)![0] === 0, 'limit_remaining 0 (absent or written as 0)');
