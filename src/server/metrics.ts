@@ -155,7 +155,7 @@ export class Metrics {
     }
     if (!this.overflowed) {
       this.overflowed = true;
-      this.log?.(`ratekeeper: metrics: ${this.maxSeries} metric keys made of request values (detailed_metric, value_to_metric) are counted; new ones are counted under limit="${OVERFLOW}" (--metrics-max-series; ratekeeper_metric_series_overflow_total counts them)`);
+      this.log?.(`metrics: ${this.maxSeries} metric keys made of request values (detailed_metric, value_to_metric) are counted; new ones are counted under limit="${OVERFLOW}" (--metrics-max-series; ratekeeper_metric_series_overflow_total counts them)`);
     }
     return false;
   }

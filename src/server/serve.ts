@@ -12,6 +12,10 @@ import type { StoreHealth } from '../stores/redis/health.js';
 import { GrpcFront } from './grpc.js';
 import { ConfigWatcher } from './reload.js';
 import { listenFailed } from './listeners.js';
+import { createLogger, type LogFormat, type Logger, type LogLevel } from './log.js';
+import { describeStore } from './redact.js';
+import { StoreWatch } from './storeWatch.js';
+import type { KeyView } from '../admin/keys.js';
 
 /** OnStoreError — the failure policy when Redis does not answer (the Redis store's `onError`). */
 export type OnStoreError = 'deny' | 'allow' | 'memory';
@@ -77,7 +81,21 @@ export interface ServeOptions {
   adminAllowedHosts?: string[];
   /** adminMaxEventClients — live tails (`/admin/events`) open at once; one more gets 503. @default 64 */
   adminMaxEventClients?: number;
+  // -- logs (issue 16 item 5) --
+  /** logLevel — the lowest level written (LOG_LEVEL). @default 'info' */
+  logLevel?: LogLevel;
+  /** logFormat — `text`, or `json`: one object per line with envoyproxy/ratelimit's field names (log.ts). @default 'text' */
+  logFormat?: LogFormat;
+  /**
+   * logKeys — how client keys appear in the logs and the admin's live tail: `plain`, `hash` or `redact`
+   * (admin/keys.ts); the admin API's answers keep the real keys. @default 'plain'
+   */
+  logKeys?: KeyView;
+  /** logKeysSecret — the HMAC key of logKeys `hash` (RATEKEEPER_LOG_KEYS_SECRET). */
+  logKeysSecret?: string;
+  /** log — receives every log line (text or JSON, without its newline). @default a write to stderr */
   log?: (line: string) => void;
+  // -- end logs --
 }
 
 /** Running — a started service. */
@@ -92,27 +110,34 @@ export interface Running {
   reload(): Promise<void>;
   /** close — stops accepting calls, answers those in flight, closes the store's connections. */
   close(): Promise<void>;
+  /** log — the service's logger (the drain's lines go through it too). */
+  log: Logger;
 }
 
 /** startService — loads the configuration, connects the store and opens the listeners; logs one line per listener. */
 export async function startService(options: ServeOptions): Promise<Running> {
-  const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
+  const logger = await createLogger({ level: options.logLevel, format: options.logFormat, sink: options.log, keys: options.logKeys, keysSecret: options.logKeysSecret });
   const host = options.host ?? '127.0.0.1';
-  const metrics = new Metrics({ maxSeries: options.metricsMaxSeries, log });
+  const metrics = new Metrics({ maxSeries: options.metricsMaxSeries, log: (l) => logger.warn(l, { event: 'metrics_overflow' }) });
   const cfg = await loadConfig(options.config).catch((e: unknown) => {
     metrics.configLoaded(false);
     throw e;
   });
   metrics.configLoaded(true, cfg.loadedAt);
   const withAdmin = options.adminPort !== undefined && options.adminPort >= 0;
-  const { store, close: closeStore, healthy: storeHealthy } = await openStore(options, log);
+  const described = describeStore(options);
+  logger.info(`store: ${described.text}`, { event: 'store', ...described.fields });
+  const { store, close: closeStore, healthy: storeHealthy } = await openStore(options, logger);
   const service = new RateLimitService({
     store, metrics, responseHeaders: options.responseHeaders, shadowMode: options.shadowMode, denialCache: options.denialCache,
     observe: withAdmin,
   });
   service.setConfig(cfg);
   let shown = configText(cfg.files);
-  log(`ratekeeper: config ${options.config}: ${cfg.files.length} file(s), ${cfg.domains.length} domain(s), ${cfg.limits.length} limit(s), ${cfg.policies.size} polic${cfg.policies.size === 1 ? 'y' : 'ies'}`);
+  logger.info(`config ${options.config}: ${cfg.files.length} file(s), ${cfg.domains.length} domain(s), ${cfg.limits.length} limit(s), ${cfg.policies.size} polic${cfg.policies.size === 1 ? 'y' : 'ies'}`, {
+    event: 'config', path: options.config, files: cfg.files.length, domains: cfg.domains.length, limits: cfg.limits.length, policies: cfg.policies.size,
+  });
+  if (logger.enabled('debug')) for (const d of cfg.domains) logger.debug(`config: domain ${d}`, { event: 'config_domain', domain: d });
 
   // a reload reads, parses and validates in a worker thread, builds the new limiters in slices between checks, then
   // swaps the configuration in one step: the one in force serves until then (one reload at a time)
@@ -128,31 +153,33 @@ export async function startService(options: ServeOptions): Promise<Running> {
       const { kept, carried, fresh } = service.commit(await service.prepare(next));
       shown = configText(next.files);
       metrics.configLoaded(true, next.loadedAt);
-      log(`ratekeeper: config reloaded: ${next.limits.length} limit(s), ${next.policies.size} policies; ${kept} kept their state, ${carried} carried it to new rules, ${fresh} start fresh`);
+      logger.info(`config reloaded: ${next.limits.length} limit(s), ${next.policies.size} policies; ${kept} kept their state, ${carried} carried it to new rules, ${fresh} start fresh`, {
+        event: 'config_reloaded', limits: next.limits.length, policies: next.policies.size, kept, carried, fresh,
+      });
     } catch (e) {
       metrics.configLoaded(false);
       throw e;
     }
   };
-  const watcher = new ConfigWatcher({ path: options.config, reload, pollMs: options.reloadPollMs, quietMs: options.reloadQuietMs, log });
+  const watcher = new ConfigWatcher({ path: options.config, reload, pollMs: options.reloadPollMs, quietMs: options.reloadQuietMs, log: (l) => logger.warn(l, { event: 'config_rejected' }) });
   await watcher.start();
 
   let http: HttpFront | undefined;
   let grpcFront: GrpcFront | undefined;
   try {
     if ((options.port ?? 8080) >= 0) {
-      http = new HttpFront({ service, metrics, healthy: storeHealthy, log, requestTimeout: options.requestTimeout });
+      http = new HttpFront({ service, metrics, healthy: storeHealthy, log: (l) => logger.error(l), requestTimeout: options.requestTimeout });
       const p = await http.listen(host, options.port ?? 8080).catch((e: unknown) => {
         throw listenFailed(e, 'http', hostPort(host, options.port ?? 8080));
       });
-      log(`ratekeeper: http listening on ${hostPort(host, p)} (POST /json, POST /v1/check, GET /v1/auth, GET /healthcheck, GET /metrics)`);
+      logger.info(`http listening on ${hostPort(host, p)} (POST /json, POST /v1/check, GET /v1/auth, GET /healthcheck, GET /metrics)`, { event: 'listening', listener: 'http', address: hostPort(host, p) });
     }
     if ((options.grpcPort ?? 8081) >= 0) {
-      grpcFront = new GrpcFront(service, metrics, log, { requestTimeout: options.requestTimeout, maxConcurrentStreams: options.grpcMaxStreams });
+      grpcFront = new GrpcFront(service, metrics, (l) => logger.error(l), { requestTimeout: options.requestTimeout, maxConcurrentStreams: options.grpcMaxStreams });
       const p = await grpcFront.listen(host, options.grpcPort ?? 8081).catch((e: unknown) => {
         throw listenFailed(e, 'grpc', hostPort(host, options.grpcPort ?? 8081));
       });
-      log(`ratekeeper: grpc listening on ${hostPort(host, p)} (envoy.service.ratelimit.v3.RateLimitService)`);
+      logger.info(`grpc listening on ${hostPort(host, p)} (envoy.service.ratelimit.v3.RateLimitService)`, { event: 'listening', listener: 'grpc', address: hostPort(host, p) });
     }
   } catch (e) {
     watcher.close();
@@ -168,11 +195,14 @@ export async function startService(options: ServeOptions): Promise<Running> {
       admin = await serveAdmin({
         limiters: () => service.limiters(), host: options.adminHost ?? '127.0.0.1', port: options.adminPort, token: options.adminToken,
         allowedHosts: options.adminAllowedHosts ?? [], maxEventClients: options.adminMaxEventClients ?? 64,
+        // logs: the live tail shows keys as the logs do; each change is one line (its key shown so too, by the handler)
+        logKeys: options.logKeys, logKeysSecret: options.logKeysSecret,
+        log: (e) => logger.info(`admin: ${e.what} ${JSON.stringify(e.key)} on ${e.limiters.join(', ') || 'no limiter'} by ${e.who}${e.for === undefined ? '' : ` for ${e.for} ms`}${e.reason === undefined ? '' : ` (${e.reason})`}`, { event: 'admin', ...e }),
         config: () => ({ text: shown, loadedAt: service.config?.loadedAt ?? 0, files: service.config?.files ?? [] }),
       }).catch((e: unknown) => {
         throw e instanceof RatekeeperError ? e : listenFailed(e, 'admin', hostPort(options.adminHost ?? '127.0.0.1', options.adminPort ?? 6070));
       });
-      log(`ratekeeper: admin listening on ${admin.url} (the dashboard; GET /admin/top, /admin/keys/:key, /admin/blocks …)`);
+      logger.info(`admin listening on ${admin.url} (the dashboard; GET /admin/top, /admin/keys/:key, /admin/blocks …)`, { event: 'listening', listener: 'admin', address: admin.url });
     } catch (e) {
       watcher.close();
       await Promise.all([http?.close(0), grpcFront?.close(0)]);
@@ -182,7 +212,7 @@ export async function startService(options: ServeOptions): Promise<Running> {
   }
   let closing: Promise<void> | undefined;
   return {
-    service, metrics, reload,
+    service, metrics, reload, log: logger,
     httpPort: http?.port, grpcPort: grpcFront?.port, adminUrl: admin?.url,
     close: () => (closing ??= (async () => {
       watcher.close();
@@ -212,7 +242,7 @@ function hostPort(host: string, port: number): string {
 }
 
 /** openStore — the memory store, or a Redis store on an ioredis client the service owns (and closes). */
-async function openStore(options: ServeOptions, log: (line: string) => void): Promise<{ store: Store; close: () => Promise<void>; healthy: () => boolean | Health | Promise<boolean | Health> }> {
+async function openStore(options: ServeOptions, logger: Logger): Promise<{ store: Store; close: () => Promise<void>; healthy: () => boolean | Health | Promise<boolean | Health> }> {
   if (options.redis === undefined && (options.redisCluster === undefined || options.redisCluster.length === 0)) {
     const store = memoryStore(options.maxKeys === undefined ? {} : { maxKeys: options.maxKeys });
     return { store, close: async () => store.close(), healthy: () => true };
@@ -232,19 +262,37 @@ async function openStore(options: ServeOptions, log: (line: string) => void): Pr
     const n = parseRedisUrl(options.redis!, '--redis');
     client = new ioredis.Redis({ ...common, host: n.host, port: n.port, password: n.password, username: n.username, db: n.db });
   }
+  // the client's errors are debug lines (at most one per 5 s): the store watch says once that a server is down
   let lastLogged = 0;
   client.on('error', (e: Error) => {
     const now = Date.now();
-    if (now - lastLogged > 5000) {
+    if (now - lastLogged > 5000 && logger.enabled('debug')) {
       lastLogged = now;
-      log(`ratekeeper: redis: ${e.message}`);
+      logger.debug(`redis: ${e.message}`, { event: 'redis_error', error: e.message });
     }
   });
   const onError = options.onStoreError ?? 'memory';
   const store = redisStore({ client, prefix: options.prefix, onError, timeout: options.storeTimeout, fallbackMaxKeys: options.maxKeys });
+  const standalone = options.redisCluster === undefined || options.redisCluster.length === 0 ? describeStore(options).fields.url : undefined;
+  const watch = new StoreWatch({ read: () => store.health(), log: logger, name: (n) => (n === 'redis' && standalone !== undefined ? standalone : n), onStoreError: onError });
+  watch.start();
+  // the client's word on its connections: a close dates an outage, a ready connection is looked at now (a Cluster:
+  // per master, named as the probe names it, host:port)
+  if (standalone !== undefined) {
+    client.on('close', () => watch.lost('redis'));
+    client.on('ready', () => watch.back('redis'));
+  } else {
+    client.on('+node', (node: { options?: { host?: string; port?: number }; on(e: string, f: () => void): void }) => {
+      const name = `${node.options?.host ?? '?'}:${node.options?.port ?? '?'}`;
+      node.on('close', () => watch.lost(name));
+      node.on('ready', () => watch.back(name));
+      watch.poke();
+    });
+  }
   return {
     store,
     close: async () => {
+      watch.close();
       await store.close?.();
       client.disconnect();
     },
