@@ -6,7 +6,7 @@
  * and restarted is logged down once and up once, with how long it was away.
  */
 import assert from 'node:assert/strict';
-import { createHash } from 'node:crypto';
+import { createHash, createHmac } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { request } from 'node:http';
 import { after, describe, test } from 'node:test';
@@ -17,6 +17,7 @@ import { startService, type Running } from '../../src/server/serve.js';
 import { serveOptions, ServeUsageError } from '../../src/server/cli.js';
 import { parseLogLevel } from '../../src/server/log.js';
 import { describeStore, redactUrl } from '../../src/server/redact.js';
+import { keyViewer } from '../../src/admin/keys.js';
 import { http, waitFor } from './procs.js';
 import { configFile } from './support.js';
 
@@ -164,6 +165,21 @@ describe('logs', () => {
     assert.equal(change.key, shown);
     assert.equal(change.what, 'block');
     assert.ok(!lines.join('\n').includes(SECRET_KEY), 'the key is in no log line');
+  });
+});
+
+describe('logs: how keys are shown (admin/keys.ts)', () => {
+  test('hash is stable and short, hmac with a secret, redact hides; empty stays empty', () => {
+    const hash = keyViewer('hash')!;
+    assert.equal(hash('alice'), `sha256:${createHash('sha256').update('alice').digest('hex').slice(0, 12)}`);
+    assert.equal(hash('alice'), hash('alice'));
+    assert.notEqual(hash('alice'), hash('alicf'));
+    const hmac = keyViewer('hash', 'pepper')!;
+    assert.equal(hmac('alice'), `hmac:${createHmac('sha256', 'pepper').update('alice').digest('hex').slice(0, 12)}`);
+    assert.equal(keyViewer('redact')!('alice'), '(redacted)');
+    assert.equal(keyViewer('redact')!(''), '');
+    assert.equal(keyViewer('plain'), undefined);
+    assert.throws(() => keyViewer('md5' as 'hash'), /logKeys must be plain, hash or redact, got "md5"/);
   });
 });
 
