@@ -11,7 +11,7 @@ import { writeFileSync } from 'node:fs';
 import { request } from 'node:http';
 import { after, describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { RedisServer } from '../support/redis.js';
+import { RedisCluster, RedisServer } from '../support/redis.js';
 import { uniquePrefix } from '../support/redis-suite.js';
 import { startService, type Running } from '../../src/server/serve.js';
 import { serveOptions, ServeUsageError } from '../../src/server/cli.js';
@@ -243,5 +243,59 @@ describe('logs: a Redis server going away and coming back', () => {
     assert.ok(sent > 20, `requests during the test: ${sent}`);
     console.log(`store away: killed for ${actual} ms, logged ${downMs} ms; ${sent} requests during the test`);
     assert.ok(!all.some((o) => o.level === 'error'), lines.join('\n'));
+  });
+});
+
+describe('logs: a Cluster master going away and coming back', () => {
+  let cluster: RedisCluster | undefined;
+  let r: Running | undefined;
+  after(async () => {
+    await r?.close();
+    await cluster?.stop();
+  });
+
+  test('one master killed, then restarted: one down and one up line naming it, the others quiet', async () => {
+    cluster = await RedisCluster.start();
+    const lines: string[] = [];
+    r = await startService({
+      config: configFile(CONFIG), port: 0, grpcPort: -1, redisCluster: cluster.nodes.map((n) => `redis://127.0.0.1:${n.port}`), prefix: uniquePrefix('logs'),
+      storeTimeout: 300, onStoreError: 'memory', logFormat: 'json', log: (l) => lines.push(l),
+    });
+    const startup = parse(lines).find((o) => o.event === 'store')!;
+    assert.equal(startup.store, 'cluster');
+    // every master known to the probe, then one goes away
+    await waitFor('the masters probed', async () => (await http(r!.httpPort!, 'GET', '/healthcheck')).status === 200, 5000);
+    await sleep(1200);
+    // requests on many keys (every master's slots): the client finds the restarted master again through them
+    const port = r.httpPort!;
+    let stop = false;
+    const load = (async () => {
+      for (let i = 0; i < 3000 && !stop; i++) {
+        await http(port, 'POST', '/v1/check', { policy: 'login', key: `k${i % 50}` }, { timeoutMs: 5000 });
+        await sleep(10);
+      }
+    })();
+    const victim = cluster.nodes[1];
+    await victim.kill();
+    const killedAt = Date.now();
+    await waitFor('the down line', () => parse(lines).some((o) => o.event === 'store_down'), 8000);
+    await sleep(Math.max(0, 1500 - (Date.now() - killedAt)));
+    await victim.spawn();
+    const backAt = Date.now();
+    await waitFor('the up line', () => parse(lines).some((o) => o.event === 'store_up'), 15_000);
+    await sleep(1500);
+    stop = true;
+    await load;
+    const all = parse(lines);
+    const down = all.filter((o) => o.event === 'store_down');
+    const up = all.filter((o) => o.event === 'store_up');
+    assert.equal(down.length, 1, lines.join('\n'));
+    assert.equal(up.length, 1, lines.join('\n'));
+    assert.equal(down[0].node, `127.0.0.1:${victim.port}`);
+    assert.equal(up[0].node, `127.0.0.1:${victim.port}`);
+    const downMs = up[0].downMs as number;
+    const actual = backAt - killedAt;
+    console.log(`cluster master away: killed for ${actual} ms, logged ${downMs} ms`);
+    assert.ok(downMs >= actual - 1500 && downMs <= actual + 5000, `downMs ${downMs}, killed for ${actual} ms`);
   });
 });
