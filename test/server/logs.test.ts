@@ -191,9 +191,9 @@ describe('logs: a Redis server going away and coming back', () => {
     await redis?.stop();
   });
 
+  const lines: string[] = [];
   test('stopped, then restarted: exactly one down line and one up line, with how long it was away', async () => {
     redis = await RedisServer.start();
-    const lines: string[] = [];
     const url = `redis://default:hunter2hunter2@127.0.0.1:${redis.port}`;
     // the server has no password: ioredis sends AUTH default … and Redis 7 accepts it for the default user (nopass)
     r = await startService({
@@ -243,6 +243,31 @@ describe('logs: a Redis server going away and coming back', () => {
     assert.ok(sent > 20, `requests during the test: ${sent}`);
     console.log(`store away: killed for ${actual} ms, logged ${downMs} ms; ${sent} requests during the test`);
     assert.ok(!all.some((o) => o.level === 'error'), lines.join('\n'));
+  });
+
+  test('hung (SIGSTOP), then resumed: one down line (no answer to PING), one up line', async () => {
+    assert.ok(r !== undefined && redis !== undefined);
+    const before = lines.length;
+    const fresh = (): Line[] => parse(lines.slice(before));
+    redis.pause();
+    const pausedAt = Date.now();
+    try {
+      await waitFor('the down line', () => fresh().some((o) => o.event === 'store_down'), 8000);
+      await sleep(Math.max(0, 2500 - (Date.now() - pausedAt)));
+    } finally {
+      redis.resume();
+    }
+    const resumedAt = Date.now();
+    await waitFor('the up line', () => fresh().some((o) => o.event === 'store_up'), 8000);
+    await sleep(1200);
+    const down = fresh().filter((o) => o.event === 'store_down');
+    const up = fresh().filter((o) => o.event === 'store_up');
+    assert.equal(down.length, 1, lines.join('\n'));
+    assert.equal(up.length, 1, lines.join('\n'));
+    assert.match(down[0].error as string, /PING/);
+    const downMs = up[0].downMs as number;
+    console.log(`store hung: paused for ${resumedAt - pausedAt} ms, logged ${downMs} ms away`);
+    assert.ok(downMs > 0 && downMs <= resumedAt - pausedAt + 1000, `downMs ${downMs}`);
   });
 });
 
