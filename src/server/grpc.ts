@@ -112,7 +112,7 @@ export interface TlsCredentials {
  * `update`. Its own file watcher would drop every new connection while a rotated file is bad, so files are read here
  * ({@link TlsSource}) and only good ones handed on. Where ServerCredentials cannot be watched, createSsl (no rotation).
  */
-export function tlsCredentials(context: SecureContextOptions, mtls: boolean): TlsCredentials {
+export function tlsCredentials(context: SecureContextOptions, mtls: boolean, handshakeTimeout = 10_000): TlsCredentials {
   const Base = grpc.ServerCredentials as unknown as abstract new (ctor: object | null, ctx?: SecureContextOptions) => grpc.ServerCredentials & { updateSecureContextOptions(o: SecureContextOptions | null): void };
   if (typeof (grpc.ServerCredentials.prototype as unknown as { _addWatcher?: unknown })._addWatcher !== 'function') {
     const pair = { cert_chain: context.cert as Buffer, private_key: context.key as Buffer };
@@ -124,7 +124,9 @@ export function tlsCredentials(context: SecureContextOptions, mtls: boolean): Tl
       return other === this;
     }
   }
-  const c = new Rotating({ requestCert: mtls, rejectUnauthorized: mtls }, context);
+  // the constructor options go to http2.createSecureServer: a client that opens a connection and never finishes its
+  // handshake holds it handshakeTimeout ms (node's default: 120 s)
+  const c = new Rotating({ requestCert: mtls, rejectUnauthorized: mtls, handshakeTimeout }, context);
   return { credentials: c, update: (ctx) => c.updateSecureContextOptions(ctx), rotates: true };
 }
 

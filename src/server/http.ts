@@ -41,7 +41,8 @@ export interface HttpFrontOptions {
   requestTimeout?: number;
   /**
    * tls — HTTPS: the secure context and client-certificate options of node's https server (server/tls.ts's
-   * secureOptions); absent: plain HTTP. The certificate is swapped with `server.setSecureContext`.
+   * secureOptions); absent: plain HTTP. The certificate is swapped with `server.setSecureContext`. A TLS handshake
+   * must end within requestTimeout (node's default would let a silent connection hold a socket for 120 s).
    */
   tls?: TlsOptions;
 }
@@ -67,7 +68,7 @@ export class HttpFront {
       connectionsCheckingInterval: Math.max(50, Math.min(1000, timeout / 4)),
     };
     const handler = (req: IncomingMessage, res: ServerResponse): void => this.handle(req, res);
-    this.server = options.tls === undefined ? createServer(serverOptions, handler) : createSecureServer({ ...serverOptions, ...options.tls }, handler);
+    this.server = options.tls === undefined ? createServer(serverOptions, handler) : createSecureServer({ ...serverOptions, handshakeTimeout: timeout, ...options.tls }, handler);
   }
 
   private handle(req: IncomingMessage, res: ServerResponse): void {

@@ -205,7 +205,7 @@ export async function startService(options: ServeOptions): Promise<Running> {
       let credentials;
       if (t !== undefined) {
         const { tlsCredentials } = await import('./grpc.js');
-        const c = tlsCredentials(contextOptions(t.current), t.current.ca !== undefined);
+        const c = tlsCredentials(contextOptions(t.current), t.current.ca !== undefined, options.requestTimeout ?? 10_000);
         if (!c.rotates) log('ratekeeper: tls: this @grpc/grpc-js cannot swap the gRPC listener\'s certificate: restart the service to rotate it');
         t.onChange((m) => c.update(contextOptions(m)));
         credentials = c.credentials;
@@ -250,7 +250,7 @@ export async function startService(options: ServeOptions): Promise<Running> {
         limiters: () => service.limiters(), host: options.adminHost ?? '127.0.0.1', port: options.adminPort, token: options.adminToken,
         allowedHosts: options.adminAllowedHosts ?? [], maxEventClients: options.adminMaxEventClients ?? 64,
         config: () => ({ text: shown, loadedAt: service.config?.loadedAt ?? 0, files: service.config?.files ?? [] }),
-        ...(tls.admin === undefined ? {} : { tls: secureOptions(tls.admin.current) }),
+        ...(tls.admin === undefined ? {} : { tls: { ...secureOptions(tls.admin.current), handshakeTimeout: options.requestTimeout ?? 10_000 } }),
       }).catch((e: unknown) => {
         throw e instanceof RatekeeperError ? e : listenFailed(e, 'admin', hostPort(options.adminHost ?? '127.0.0.1', options.adminPort ?? 6070));
       });

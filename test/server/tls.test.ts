@@ -12,6 +12,7 @@ import { mkdirSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:
 import { join } from 'node:path';
 import * as https from 'node:https';
 import * as tls from 'node:tls';
+import { connect } from 'node:net';
 import * as grpc from '@grpc/grpc-js';
 import { startService, type ServeOptions } from '../../src/server/serve.js';
 import { serveOptions, ServeUsageError } from '../../src/server/cli.js';
@@ -282,6 +283,27 @@ test('rotation: after a Kubernetes symlink swap new connections get the new cert
   } finally {
     agent.destroy();
     old.close();
+    await s.close();
+  }
+});
+
+test('a connection that never finishes its TLS handshake is closed after the request timeout, on every listener', { timeout: 30_000 }, async () => {
+  const files = { cert: serverA.cert, key: serverA.key };
+  const s = await startService({ ...base, requestTimeout: 400, config: configFile(CONFIG), tls: { http: files, grpc: files, admin: files }, log: () => undefined });
+  try {
+    const ports = [s.httpPort!, s.grpcPort!, Number(new URL(s.adminUrl!).port)];
+    const held = await Promise.all(ports.map((port) => new Promise<number>((resolve, reject) => {
+      const t0 = performance.now();
+      const c = connect({ host: '127.0.0.1', port }, () => c.write('\x16\x03\x01')); // the start of a ClientHello, then silence
+      c.on('close', () => resolve(performance.now() - t0));
+      c.on('error', () => undefined);
+      setTimeout(() => {
+        c.destroy();
+        reject(new Error(`port ${port}: the silent handshake was still open after 5 s (node's default handshake timeout is 120 s)`));
+      }, 5000).unref();
+    })));
+    for (const ms of held) assert.ok(ms >= 300 && ms < 3000, `held ${Math.round(ms)} ms`);
+  } finally {
     await s.close();
   }
 });
