@@ -207,7 +207,7 @@ export function serveOptions(argv: string[], env: NodeJS.ProcessEnv): ServeOptio
 const TLS_LISTENERS = ['http', 'grpc', 'admin'] as const;
 const TLS_PARTS = ['cert', 'key', 'client-ca', 'client-san'] as const;
 
-/** TLS_FLAGS — --tls-cert … and --<listener>-tls-cert …, all strings. */
+/** TLS_FLAGS — --tls-cert …, --<listener>-tls-cert … and --grpc-reflection, all strings (this block's flags). */
 const TLS_FLAGS: Record<string, { type: 'string' }> = Object.fromEntries(
   ['', ...TLS_LISTENERS.map((l) => `${l}-`)].flatMap((l) => TLS_PARTS.map((p) => [`${l}tls-${p}`, { type: 'string' as const }])).concat([['grpc-reflection', { type: 'string' }]]),
 );

@@ -10,7 +10,7 @@ import { RateLimitService } from './service.js';
 import { Metrics } from './metrics.js';
 import { HttpFront, type Health } from './http.js';
 import type { StoreHealth } from '../stores/redis/health.js';
-import { GrpcFront } from './grpc.js';
+import { GrpcFront, tlsCredentials } from './grpc.js';
 import { ConfigWatcher } from './reload.js';
 import { listenFailed } from './listeners.js';
 import { GrpcHealth } from './health.js';
@@ -204,7 +204,6 @@ export async function startService(options: ServeOptions): Promise<Running> {
       const t = tls.grpc;
       let credentials;
       if (t !== undefined) {
-        const { tlsCredentials } = await import('./grpc.js');
         const c = tlsCredentials(contextOptions(t.current), t.current.ca !== undefined, options.requestTimeout ?? 10_000);
         if (!c.rotates) log('ratekeeper: tls: this @grpc/grpc-js cannot swap the gRPC listener\'s certificate: restart the service to rotate it');
         t.onChange((m) => c.update(contextOptions(m)));
@@ -222,16 +221,18 @@ export async function startService(options: ServeOptions): Promise<Running> {
         const h = await storeHealthy();
         return typeof h === 'boolean' ? h : h.ok;
       });
+      let reflection = false;
       if (options.grpcReflection !== false) {
         const { addReflection, healthProtoPath } = await import('./reflection.js');
-        await addReflection(grpcFront.server, health === undefined ? undefined : await healthProtoPath()).catch((e: unknown) => {
+        reflection = await addReflection(grpcFront.server, health === undefined ? undefined : await healthProtoPath()).then(() => true, (e: unknown) => {
           log(`ratekeeper: ${(e as Error).message.replace(/^serve: /, '')}: grpcurl needs the .proto files`);
+          return false;
         });
       }
       const p = await grpcFront.listen(host, options.grpcPort ?? 8081).catch((e: unknown) => {
         throw listenFailed(e, 'grpc', hostPort(host, options.grpcPort ?? 8081));
       });
-      log(`ratekeeper: grpc listening on ${hostPort(host, p)}${tlsWords(tls.grpc)} (envoy.service.ratelimit.v3.RateLimitService${health === undefined ? '' : ', grpc.health.v1.Health'}${options.grpcReflection !== false ? ', grpc.reflection' : ''})`);
+      log(`ratekeeper: grpc listening on ${hostPort(host, p)}${tlsWords(tls.grpc)} (envoy.service.ratelimit.v3.RateLimitService${health === undefined ? '' : ', grpc.health.v1.Health'}${reflection ? ', grpc.reflection' : ''})`);
     }
   } catch (e) {
     closeTls();
