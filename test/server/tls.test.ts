@@ -117,7 +117,7 @@ function handshake(port: number, client?: Pem): Promise<string> {
       s.write('GET /healthcheck HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n');
       let text = '';
       s.setEncoding('utf8').on('data', (d: string) => (text += d));
-      s.on('end', () => (text.startsWith('HTTP/1.1 200') ? resolve(got) : reject(new Error(`refused: ${text.slice(0, 40) || 'closed without an answer'}`))));
+      s.on('end', () => (text.startsWith('HTTP/1.1 ') ? resolve(got) : reject(new Error(`refused: ${text.slice(0, 40) || 'closed without an answer'}`))));
     });
     s.setTimeout(5000, () => s.destroy(new Error('client timeout')));
     s.on('error', reject);
@@ -202,12 +202,18 @@ test('TLS on all three listeners: HTTPS, gRPC over TLS and the admin over HTTPS 
 
 test('mTLS: a client without a certificate, or with one of another CA, is refused at the handshake; one of the CA passes; --tls-client-san refuses other names', { timeout: 30_000 }, async () => {
   const files = { cert: serverA.cert, key: serverA.key, clientCa: certs.ca.cert };
-  const s = await startService({ ...base, adminPort: -1, config: configFile(CONFIG), tls: { http: files, grpc: { ...files, clientSan: 'envoy.internal' } } });
+  const named = { ...files, clientSan: 'envoy.internal' };
+  const s = await startService({ ...base, config: configFile(CONFIG), tls: { http: files, grpc: named, admin: named } });
   try {
     // HTTP: the CA's client passes; no certificate or another CA's is refused by the TLS layer (no HTTP answer)
     assert.equal(await handshake(s.httpPort!, goodClient), serial('a1a1'));
     await assert.rejects(handshake(s.httpPort!), /certificate required|refused|ECONNRESET|alert/i);
     await assert.rejects(handshake(s.httpPort!, otherClient), /unknown ca|refused|ECONNRESET|alert/i);
+    // the admin listener with a SAN: the CA's certificate naming envoy.internal passes, the one naming someone else not
+    const adminPort = Number(new URL(s.adminUrl!).port);
+    assert.equal(await handshake(adminPort, goodClient), serial('a1a1'));
+    await assert.rejects(handshake(adminPort, wrongSanClient), /refused|ECONNRESET/i);
+    assert.equal(await handshake(s.httpPort!, wrongSanClient), serial('a1a1'), 'no SAN asked on HTTP');
     // gRPC: the same, plus the SAN: a certificate of the CA that names someone else is refused too
     const calls: [Pem | undefined, boolean][] = [[goodClient, true], [undefined, false], [otherClient, false], [wrongSanClient, false]];
     for (const [client, ok] of calls) {
