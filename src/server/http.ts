@@ -1,4 +1,6 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer as createSecureServer } from 'node:https';
+import type { TlsOptions } from 'node:tls';
 import type { Decision } from '../core/types.js';
 import { RatekeeperError } from '../core/errors.js';
 import { seconds } from '../http/headers.js';
@@ -37,6 +39,12 @@ export interface HttpFrontOptions {
    * @default 10_000
    */
   requestTimeout?: number;
+  /**
+   * tls — HTTPS: the secure context and client-certificate options of node's https server (server/tls.ts's
+   * secureOptions); absent: plain HTTP. The certificate is swapped with `server.setSecureContext`. A TLS handshake
+   * must end within requestTimeout (node's default would let a silent connection hold a socket for 120 s).
+   */
+  tls?: TlsOptions;
 }
 
 /**
@@ -54,11 +62,13 @@ export class HttpFront {
 
   constructor(private readonly options: HttpFrontOptions) {
     const timeout = options.requestTimeout ?? 10_000;
-    this.server = createServer({
+    const serverOptions = {
       keepAliveTimeout: 65_000, requestTimeout: timeout, headersTimeout: timeout,
       // how often node looks for requests past their timeout (its default, 30 s, would triple a 10 s timeout)
       connectionsCheckingInterval: Math.max(50, Math.min(1000, timeout / 4)),
-    }, (req, res) => this.handle(req, res));
+    };
+    const handler = (req: IncomingMessage, res: ServerResponse): void => this.handle(req, res);
+    this.server = options.tls === undefined ? createServer(serverOptions, handler) : createSecureServer({ ...serverOptions, handshakeTimeout: timeout, ...options.tls }, handler);
   }
 
   private handle(req: IncomingMessage, res: ServerResponse): void {
