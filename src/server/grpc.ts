@@ -1,3 +1,4 @@
+import type { Socket } from 'node:net';
 import { existsSync } from 'node:fs';
 import * as http2 from 'node:http2';
 import type { SecureContextOptions, TLSSocket } from 'node:tls';
@@ -129,6 +130,9 @@ export function tlsCredentials(context: SecureContextOptions, mtls: boolean, han
   const c = new Rotating({ requestCert: mtls, rejectUnauthorized: mtls, handshakeTimeout }, context);
   return { credentials: c, update: (ctx) => c.updateSecureContextOptions(ctx), rotates: true };
 }
+
+/** IDLE_CHECK_MS — how often a drain looks whether anything is still in flight (ms). */
+const IDLE_CHECK_MS = 50;
 
 /** MAX_MESSAGE — the largest request message, in bytes, inflated size included: grpc-js's default (4 MB). */
 export const MAX_MESSAGE = 4 * 1024 * 1024;
@@ -325,6 +329,16 @@ export class GrpcFront {
     else answered(r);
   }
 
+  /** sockets — the connections open now (TCP sockets under TLS too). */
+  private readonly sockets = new Set<Socket>();
+
+  /** connected — a new connection: no Nagle delay, and tracked until it closes. */
+  private readonly connected = (socket: Socket): void => {
+    socket.setNoDelay(true);
+    this.sockets.add(socket);
+    socket.once('close', () => this.sockets.delete(socket));
+  };
+
   /** listen — binds host:port (0: any free port) and resolves with the port. */
   listen(host: string, port: number): Promise<number> {
     return new Promise((resolve, reject) => {
@@ -344,6 +358,9 @@ export class GrpcFront {
           }
           for (const s of servers) if (!s.listeners('secureConnection').includes(check)) s.prependListener('secureConnection', check);
         }
+        // every connection: TCP_NODELAY (grpc-js leaves Nagle on: one call at a time waited ~28 ms for the delayed ACK,
+        // ~4 ms without), and kept in `sockets`, so a drain can end the idle ones whose client never answers GOAWAY
+        for (const s of http2ServersOf(this.server) ?? []) if (!s.listeners('connection').includes(this.connected)) s.on('connection', this.connected);
         if (this.arrivals !== undefined) {
           const servers = http2ServersOf(this.server);
           if (servers === undefined || servers.length === 0) this.log('grpc: cannot reach grpc-js\'s HTTP/2 server: requests are not held to requestTimeout');
@@ -354,19 +371,39 @@ export class GrpcFront {
     });
   }
 
-  /** close — stops accepting calls and resolves once the accepted ones are answered (forced after `graceMs`). */
+  /**
+   * close — stops accepting calls and resolves once the accepted ones are answered (forced after `graceMs`).
+   * grpc-js's tryShutdown also waits for every connection to close, and a client that took its answers and stopped
+   * reading (a paused process, a dead network path) never answers the GOAWAY: once nothing is in flight and no
+   * request is arriving, seen twice IDLE_CHECK_MS apart, the remaining connections are idle and are closed at once.
+   */
   close(graceMs = 10_000): Promise<void> {
     this.arrivals?.stop();
     return new Promise((resolve) => {
+      let idleSeen = false;
+      const finish = (): void => {
+        clearTimeout(timer);
+        clearInterval(idle);
+        resolve();
+      };
       const timer = setTimeout(() => {
         this.server.forceShutdown();
-        resolve();
+        for (const socket of this.sockets) socket.destroy();
+        finish();
       }, graceMs);
       timer.unref();
-      this.server.tryShutdown(() => {
-        clearTimeout(timer);
-        resolve();
-      });
+      const idle = setInterval(() => {
+        const quiet = this.inFlight === 0 && this.pendingStreams === 0;
+        if (quiet && idleSeen) {
+          this.server.forceShutdown();
+          // grpc-js destroys its sessions, but a socket whose peer stopped reading stays open under a destroyed one
+          for (const socket of this.sockets) socket.destroy();
+          finish();
+        }
+        idleSeen = quiet;
+      }, IDLE_CHECK_MS);
+      idle.unref();
+      this.server.tryShutdown(finish);
     });
   }
 }

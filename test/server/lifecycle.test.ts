@@ -6,6 +6,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { Agent } from 'node:http';
+import { spawn } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tempDir } from '../support/tmp.js';
 import { tmpdir } from 'node:os';
@@ -220,4 +221,43 @@ describe('SIGTERM and SIGINT under load: no call the server took is lost, exit 0
       assert.ok(s.log.includes(`ratekeeper: ${signal}: draining`) && s.log.includes('ratekeeper: stopped'), s.log.join('\n'));
     });
   }
+});
+
+describe('ratekeeper serve: the drain does not wait on a client that stopped reading', () => {
+  // A gRPC client that took its answer and then froze (a paused process, a peer behind a dead network path) never
+  // answers the GOAWAY; grpc-js's tryShutdown waited for its connection until the 10 s grace ran out. With nothing in
+  // flight, the drain now ends at once: every call the server took has been answered.
+  test('SIGTERM with an idle, frozen HTTP/2 client connected exits 0 within 3 s', { timeout: 30_000 }, async () => {
+    const s = await serve(['--config', configFile(CONFIG)], NO_ENV);
+    const client = spawn(process.execPath, ['-e', `
+      const h2 = require('node:http2');
+      const s = h2.connect('http://127.0.0.1:${s.grpc}');
+      const r = s.request({ ':method': 'POST', ':path': '/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit', 'content-type': 'application/grpc', te: 'trailers' });
+      r.on('response', () => {}); r.resume();
+      r.on('end', () => console.log('answered'));
+      r.end(Buffer.from([0, 0, 0, 0, 0]));
+    `], { stdio: ['ignore', 'pipe', 'inherit'] });
+    try {
+      await new Promise<void>((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error('the raw HTTP/2 client got no answer within 5 s')), 5000);
+        client.stdout!.setEncoding('utf8').on('data', (d: string) => {
+          if (d.includes('answered')) {
+            clearTimeout(timer);
+            resolve();
+          }
+        });
+      });
+      client.kill('SIGSTOP');
+      const t0 = performance.now();
+      s.proc.kill('SIGTERM');
+      const exit = await Promise.race([s.exited, new Promise<'late'>((r) => setTimeout(() => r('late'), 8000))]);
+      const ms = performance.now() - t0;
+      console.log(`# SIGTERM to exit with a frozen idle client: ${ms.toFixed(0)} ms`);
+      assert.deepEqual(exit, { code: 0, signal: null }, `the service did not exit within 8 s of SIGTERM:\n${s.log.join('\n')}`);
+      assert.ok(ms < 3000, `the drain took ${ms.toFixed(0)} ms with nothing in flight`);
+    } finally {
+      client.kill('SIGKILL');
+      s.kill();
+    }
+  });
 });
