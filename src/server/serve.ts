@@ -6,6 +6,7 @@ import { RatekeeperError, show } from '../core/errors.js';
 import { loadConfig } from './config/index.js';
 import { loadConfigOffThread } from './config/offThread.js';
 import { RateLimitService } from './service.js';
+import { sameConfig } from './config/same.js';
 import { Metrics } from './metrics.js';
 import { HttpFront, type Health } from './http.js';
 import type { StoreHealth } from '../stores/redis/health.js';
@@ -125,10 +126,18 @@ export async function startService(options: ServeOptions): Promise<Running> {
   const reloadNow = async (): Promise<void> => {
     try {
       const next = await loadConfigOffThread(options.config);
+      const text = configText(next.files);
+      // an identical rewrite (the same bytes, or the same limits and policies written otherwise: comments, layout) is
+      // not a reload: nothing is rebuilt, counted or logged; the admin view shows the files as they are now
+      const current = service.config;
+      if (text === shown || (current !== undefined && sameConfig(current, next))) {
+        shown = text;
+        return;
+      }
       const { kept, carried, fresh } = service.commit(await service.prepare(next));
-      shown = configText(next.files);
+      shown = text;
       metrics.configLoaded(true, next.loadedAt);
-      log(`ratekeeper: config reloaded: ${next.limits.length} limit(s), ${next.policies.size} policies; ${kept} kept their state, ${carried} carried it to new rules, ${fresh} start fresh`);
+      log(`ratekeeper: config reloaded: ${next.limits.length} limit(s), ${next.policies.size} polic${next.policies.size === 1 ? 'y' : 'ies'}; ${kept} kept their state, ${carried} carried it to new rules, ${fresh} start fresh`);
     } catch (e) {
       metrics.configLoaded(false);
       throw e;
