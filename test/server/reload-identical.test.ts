@@ -2,7 +2,7 @@
  * A rewrite that changes nothing is not a reload (a real service, startService): the same bytes written again, or the
  * same limits written otherwise (comments, layout), build, count and log nothing; a real change is a reload, logged
  * with "1 policy" (not "1 policies"). And `config check` shows a limit's `name` as the limit's name, not as a
- * descriptor entry.
+ * descriptor entry; and the top-level `ratekeeper --help` lists the commands, not the simulator's options.
  */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { tempDir } from '../support/tmp.js';
 import { startService } from '../../src/server/serve.js';
 import { configCheck } from '../../src/server/config/check.js';
-import { http, metric } from './procs.js';
+import { http, metric, run } from './procs.js';
 
 const config = (n: number, comment = ''): string => `${comment}
 domain: d
@@ -73,5 +73,15 @@ descriptors:
     assert.equal(await configCheck(file, (l) => lines.push(l)), 0, lines.join('\n'));
     assert.ok(lines.includes('    user: fixedWindow 10/1s "per_second" + slidingLog 1000/1h "hourly" (limit name "per_second")'), lines.join('\n'));
     assert.ok(lines.includes('    ip: exponential 10/1s "exp" (limit name "exp")'), lines.join('\n'));
+  });
+});
+
+describe('ratekeeper --help', () => {
+  test('the top level lists the commands and the options of every command, not the simulator\'s options', async () => {
+    const r = await run(['--help']);
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stdout, /^Commands:\n  serve /m);
+    assert.match(r.stdout, /^Options of every command:\n  --help, -h /m);
+    assert.doesNotMatch(r.stdout, /--time-unit|--half-life DURATION\s{2,}/, r.stdout);
   });
 });
