@@ -74,6 +74,17 @@ export interface LimiterOptions {
    * @example limiter({ rules, store: redisStore({ client }), namespace: 'api:' })
    */
   namespace?: string;
+  /**
+   * autoBlock — once the rules refuse a client (a request of cost > 0), block it for `for` from that refusal, as
+   * rate-limiter-flexible's `blockDuration` does: the refusal's `retryAfter` is the block's end (or a rule's longer
+   * wait), and every request until then is refused with `reason: 'blocked'`, charging no rule. The block is listed
+   * with the operator's (`blocks()`, `inspect()`, the admin view) with `reason` (default `automatic: refused at
+   * <rule name>`, e.g. `automatic: refused at 100/1m`); `unblock` lifts it. A block or exemption already in force is
+   * never replaced, and on the memory store automatic blocks have their own budget: they never push out an
+   * operator's (docs/memory.md). @default undefined (no automatic block)
+   * @example limiter({ rules: '5/15m', autoBlock: { for: '1h' } }) // a login limit: the 6th attempt blocks for an hour
+   */
+  autoBlock?: { for: Duration; reason?: string };
 }
 
 /** TopOptions — which clients `top()` lists. */
@@ -142,7 +153,8 @@ export interface ExemptOptions {
 }
 
 /** LIMITER_OPTIONS, CHECK_OPTIONS, PEEK_OPTIONS, BLOCK_OPTIONS, EXEMPT_OPTIONS — the names each options object may have. */
-const LIMITER_OPTIONS: ReadonlySet<string> = new Set(['rules', 'store', 'dryRun', 'clock', 'denialCache', 'observe', 'succeeds', 'id', 'namespace']);
+const LIMITER_OPTIONS: ReadonlySet<string> = new Set(['rules', 'store', 'dryRun', 'clock', 'denialCache', 'observe', 'succeeds', 'id', 'namespace', 'autoBlock']);
+const AUTO_BLOCK_OPTIONS: ReadonlySet<string> = new Set(['for', 'reason']);
 const CHECK_OPTIONS: ReadonlySet<string> = new Set(['cost', 'now']);
 const PEEK_OPTIONS: ReadonlySet<string> = new Set(['now']);
 const BLOCK_OPTIONS: ReadonlySet<string> = new Set(['for', 'reason']);
@@ -183,7 +195,7 @@ export class Limiter {
     if (typeof options !== 'object' || options === null) throw new RatekeeperError(`limiter takes an options object with rules, got ${show(options)}`);
     checkOptions(options, LIMITER_OPTIONS, 'limiter');
     const list = typeof options.rules === 'string' ? parseRules(options.rules) : options.rules;
-    this.policy = new Policy({ rules: list, dryRun: options.dryRun, id: options.id });
+    this.policy = new Policy({ rules: list, dryRun: options.dryRun, id: options.id, autoBlock: autoBlock_(options.autoBlock) });
     const clock = options.clock ?? { now: Date.now, monotonic: () => performance.now() };
     if (typeof clock !== 'object' || clock === null || typeof clock.now !== 'function') {
       throw new RatekeeperError(`clock must be an object with a now() method returning ms, got ${show(clock)}`);
@@ -505,6 +517,17 @@ export class Limiter {
     if (t > this.last) this.last = t;
     return this.last;
   }
+}
+
+/** autoBlock_ — LimiterOptions.autoBlock checked, its duration in ms (undefined: none). */
+function autoBlock_(auto: LimiterOptions['autoBlock']): { for: number; reason?: string } | undefined {
+  if (auto === undefined) return undefined;
+  checkOptionsObject(auto, AUTO_BLOCK_OPTIONS, 'limiter.autoBlock');
+  if (auto.for === undefined) throw new RatekeeperError(`limiter.autoBlock.for is required: how long a refused client stays blocked, like '15m'`);
+  if (auto.reason !== undefined && typeof auto.reason !== 'string') throw new RatekeeperError(`limiter.autoBlock.reason must be a string, got ${show(auto.reason)}`);
+  const out: { for: number; reason?: string } = { for: parseDuration(auto.for, 'limiter.autoBlock.for') };
+  if (auto.reason !== undefined) out.reason = auto.reason;
+  return out;
 }
 
 export function key_(key: unknown): string {

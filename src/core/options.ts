@@ -64,7 +64,7 @@ const FOREIGN: ReadonlyMap<string, string> = new Map([
   ['requestPropertyName', 'the decision is on req.rateLimit (Express), request.rateLimit (Fastify), c.get(\'rateLimit\') (Hono)'],
   ['points', "rate-limiter-flexible's points per duration go in `rules`, e.g. rules: '10/1s'; see docs/migrating/rate-limiter-flexible.md"],
   ['duration', "rate-limiter-flexible's points per duration go in `rules`, e.g. rules: '10/1s'; see docs/migrating/rate-limiter-flexible.md"],
-  ['blockDuration', "block a client for a while with limiter.block(key, { for: '15m', reason }) when a decision refuses it; see docs/migrating/rate-limiter-flexible.md"],
+  ['blockDuration', "rate-limiter-flexible's blockDuration (seconds) is the limiter's autoBlock, e.g. limiter({ rules, autoBlock: { for: '15m' } }) (a middleware takes it as `limiter`): once refused, a client is blocked that long; see docs/migrating/rate-limiter-flexible.md"],
   ['keyPrefix', "the Redis key prefix is redisStore({ client, prefix }) (ratekeeper/redis)"],
   ['storeClient', "a Redis client goes to the store: store: redisStore({ client }) (ratekeeper/redis)"],
   ['execEvenly', "smoothing is rules.leakyBucket with the middleware's shaping: { maxDelay }"],

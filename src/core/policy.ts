@@ -32,6 +32,8 @@ class Verdict implements Decision {
   ) {}
 }
 
+const AUTO_BLOCK_OPTIONS: ReadonlySet<string> = new Set(['for', 'reason']);
+
 /** compile — the state machine of one rule (slidingLog rules are compiled to SlidingLog, over the shared log). */
 function compile(config: RuleConfig): Rule | SlidingLog {
   switch (config.algorithm) {
@@ -50,7 +52,18 @@ function isRuleConfig(r: unknown): r is RuleConfig {
   return typeof r === 'object' && r !== null && typeof (r as RuleConfig).algorithm === 'string' && Object.isFrozen(r);
 }
 
-const POLICY_OPTIONS: ReadonlySet<string> = new Set(['rules', 'dryRun', 'id']);
+const POLICY_OPTIONS: ReadonlySet<string> = new Set(['rules', 'dryRun', 'id', 'autoBlock']);
+
+/**
+ * AutoBlock — a policy's automatic block: a client its rules refuse is blocked for `for` ms from that refusal
+ * (rate-limiter-flexible's `blockDuration`), with `reason` (default: `automatic: refused at <the refusing rule>`).
+ */
+export interface AutoBlock {
+  /** for — ms the block lasts, from the refusal; finite and > 0. */
+  for: number;
+  /** reason — listed with the block and reported on every decision it makes (`blockReason`). */
+  reason?: string;
+}
 
 /** PolicyOptions — what a policy is made of. */
 export interface PolicyOptions {
@@ -65,6 +78,8 @@ export interface PolicyOptions {
    * it. The memory store keeps a table per policy either way. @default undefined
    */
   id?: string;
+  /** autoBlock — block a client for a while once its rules refuse it (see {@link AutoBlock}). @default undefined */
+  autoBlock?: AutoBlock;
 }
 
 /**
@@ -104,6 +119,10 @@ export class Policy {
   private readonly kinds: Int8Array;
   /** single — the only rule, when the policy has exactly one and it keeps slice state: the hot path skips the loops. */
   private readonly single: Rule | null;
+  /** blockFor — ms an automatic block lasts (PolicyOptions.autoBlock); 0: no automatic block. */
+  readonly blockFor: number;
+  /** blockReasons — per rule, the reason of an automatic block it caused (the same string for every rule when given). */
+  private readonly blockReasons: readonly string[];
 
   constructor(options: PolicyOptions) {
     if (typeof options === 'object' && options !== null) checkOptions(options, POLICY_OPTIONS, 'Policy');
@@ -151,6 +170,38 @@ export class Policy {
     this.kinds = new Int8Array(this.machines.map((m) => (m instanceof SlidingLog ? -1 : dispatch.kindOf(m))));
     const only = this.machines.length === 1 ? this.machines[0] : null;
     this.single = only !== null && !(only instanceof SlidingLog) ? only : null;
+    const auto = options.autoBlock;
+    if (auto !== undefined) {
+      if (typeof auto !== 'object' || auto === null) throw new RatekeeperError(`autoBlock must be an object like { for: 900000 } (ms), got ${show(auto)}`);
+      checkOptions(auto, AUTO_BLOCK_OPTIONS, 'autoBlock');
+      if (typeof auto.for !== 'number' || !Number.isFinite(auto.for) || auto.for <= 0) throw new RatekeeperError(`autoBlock.for must be a finite number of ms > 0, got ${show(auto.for)}`);
+      if (auto.reason !== undefined && typeof auto.reason !== 'string') throw new RatekeeperError(`autoBlock.reason must be a string, got ${show(auto.reason)}`);
+    }
+    this.blockFor = auto?.for ?? 0;
+    this.blockReasons = this.rules.map((r) => auto?.reason ?? `automatic: refused at ${r.name}`);
+  }
+
+  /**
+   * autoBlocks — whether decision `d`, made by this policy's rules for a request of `cost` (no block or exemption in
+   * force), starts an automatic block: the policy has one, the request spent something, and the rules refused it
+   * (`limited`, or `dry-run` where enforcement would have refused: state changes as if enforced). A compound part
+   * vetoed by another part keeps its own verdict, so it starts none unless its own rules refused it.
+   */
+  autoBlocks(d: Decision, cost: number): boolean {
+    return this.blockFor > 0 && cost > 0 && (d.reason === 'limited' || d.reason === 'dry-run');
+  }
+
+  /**
+   * autoBlocked — `d` (a refusal that starts an automatic block) told as what it is: its retryAfter is the block's end
+   * unless a rule waits longer (nothing is charged while blocked, so the same request is admitted exactly then).
+   * Returns the block's reason: the given one, or `automatic: refused at <rule>` for the binding rule.
+   */
+  autoBlocked(d: Decision): string {
+    if (d.retryAfter < this.blockFor) d.retryAfter = this.blockFor;
+    const rules = d.rules;
+    let bind = 0;
+    for (let i = 1; i < rules.length; i++) if (!rules[i].allowed && (rules[bind].allowed || rules[i].retryAfter > rules[bind].retryAfter)) bind = i;
+    return this.blockReasons[bind];
   }
 
   /**

@@ -7,6 +7,7 @@ import { RatekeeperError, show } from '../core/errors.js';
 import { loadConfig } from './config/index.js';
 import { loadConfigOffThread } from './config/offThread.js';
 import { RateLimitService } from './service.js';
+import { sameConfig } from './config/same.js';
 import { Metrics } from './metrics.js';
 import { HttpFront, type Health } from './http.js';
 import type { StoreHealth } from '../stores/redis/health.js';
@@ -174,10 +175,19 @@ export async function startService(options: ServeOptions): Promise<Running> {
   const reloadNow = async (): Promise<void> => {
     try {
       const next = await loadConfigOffThread(options.config);
+      const text = configText(next.files);
+      // an identical rewrite (the same bytes, or the same limits and policies written otherwise: comments, layout) is
+      // not a reload: nothing is rebuilt, counted or logged; the admin view shows the files as they are now
+      const current = service.config;
+      if (text === shown || (current !== undefined && sameConfig(current, next))) {
+        shown = text;
+        logger.debug('config rewritten with the same limits and policies: not a reload', { event: 'config_same' });
+        return;
+      }
       const { kept, carried, fresh } = service.commit(await service.prepare(next));
-      shown = configText(next.files);
+      shown = text;
       metrics.configLoaded(true, next.loadedAt);
-      logger.info(`config reloaded: ${next.limits.length} limit(s), ${next.policies.size} policies; ${kept} kept their state, ${carried} carried it to new rules, ${fresh} start fresh`, {
+      logger.info(`config reloaded: ${next.limits.length} limit(s), ${next.policies.size} polic${next.policies.size === 1 ? 'y' : 'ies'}; ${kept} kept their state, ${carried} carried it to new rules, ${fresh} start fresh`, {
         event: 'config_reloaded', limits: next.limits.length, policies: next.policies.size, kept, carried, fresh,
       });
     } catch (e) {

@@ -76,6 +76,8 @@ interface Todo {
   name: string;
   rules: readonly RuleConfig[];
   dryRun: boolean;
+  /** autoBlock — a policy's automatic block (NativePolicy.autoBlock); envoy-format limits have none. */
+  autoBlock?: { for: number; reason?: string };
   fingerprint: string;
   namespace: string;
   id: string;
@@ -283,13 +285,14 @@ export class RateLimitService {
     }
     for (const p of cfg.policies.values()) {
       const old = this.policies.get(p.name);
-      const r = this.reuse(`policy:${p.name}`, old, `${p.fingerprint}|${p.dryRun}`);
+      const fingerprint = `${p.fingerprint}|${p.dryRun}${p.autoBlock === undefined ? '' : `|${JSON.stringify(p.autoBlock)}`}`;
+      const r = this.reuse(`policy:${p.name}`, old, fingerprint);
       if (r !== undefined) {
         if (r !== old) plan.revived.push(`policy:${p.name}`);
         plan.policies.set(p.name, r);
         plan.kept++;
       } else {
-        plan.todo.push({ into: plan.policies, name: p.name, rules: p.rules, dryRun: p.dryRun, fingerprint: `${p.fingerprint}|${p.dryRun}`, namespace: policyKey(p.name, ''), id: `policy:${p.name}`, old });
+        plan.todo.push({ into: plan.policies, name: p.name, rules: p.rules, dryRun: p.dryRun, autoBlock: p.autoBlock, fingerprint, namespace: policyKey(p.name, ''), id: `policy:${p.name}`, old });
       }
     }
     plan.fresh = plan.todo.length;
@@ -313,7 +316,7 @@ export class RateLimitService {
     const end = budgetMs === Infinity ? Infinity : performance.now() + budgetMs;
     do {
       const t = plan.todo[plan.next++];
-      t.built = this.runtime(t.rules, t.dryRun, t.fingerprint, t.namespace, t.id);
+      t.built = this.runtime(t.rules, t.dryRun, t.fingerprint, t.namespace, t.id, t.autoBlock);
       t.into.set(t.name, t.built);
     } while (plan.next < plan.todo.length && (end === Infinity || performance.now() < end));
   }
@@ -326,11 +329,12 @@ export class RateLimitService {
    * (commit: Limiter.succeed) carries every client's state, block and exemption over, judged by the new rules —
    * lowering a limit during an attack does not forgive the attackers.
    */
-  private runtime(rules: readonly RuleConfig[], dryRun: boolean, fingerprint: string, namespace: string, id?: string): Runtime {
+  private runtime(rules: readonly RuleConfig[], dryRun: boolean, fingerprint: string, namespace: string, id?: string, autoBlock?: { for: number; reason?: string }): Runtime {
     const clock = this.options.clock;
     const limiter = new Limiter({
       rules: [...rules], store: this.store, dryRun: dryRun || this.options.shadowMode === true, denialCache: this.options.denialCache === true,
       observe: this.options.observe === true, id, namespace, ...(clock === undefined ? {} : { clock: { now: () => clock.now() } }),
+      ...(autoBlock === undefined ? {} : { autoBlock }),
     });
     return { limiter, fingerprint, policyField: policyField(limiter.policy.rules, undefined), writer: new LimitFieldWriter(limiter.policy.rules) };
   }

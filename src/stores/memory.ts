@@ -8,7 +8,9 @@ import type { BoundStore, OverrideEntry, OverrideRequest, Part, Store } from './
 /** MemoryStoreOptions — the embedded store's bounds. */
 export interface MemoryStoreOptions {
   /**
-   * maxKeys — the most clients tracked per limiter, and the most blocks and exemptions kept. Past it a client is
+   * maxKeys — the most clients tracked per limiter; also, separately, the most blocks and exemptions an operator may
+   * set per limiter (past it `block`/`exempt` of a new key throws, nothing is lifted), and the most automatic blocks
+   * (`autoBlock`) held per limiter (past it the oldest one ends early). Past it a client is
    * forgotten: the least recently used one of those not in penalty (as the EARRRL document asks: an LRU, not a TTL,
    * so an active offender is never forgotten while it stays active), and one in penalty only when every tracked
    * client is. About 100 bytes a client for one-number algorithms (docs/memory.md gives the figure per algorithm):
@@ -153,11 +155,18 @@ export class MemoryTable implements BoundStore {
   private readonly mru = new Int32Array([NONE, NONE]);
   private readonly lru = new Int32Array([NONE, NONE]);
   /**
-   * overrides — blocks and exemptions by key, in the order they were set (or last swept): at most maxKeys. Each set
-   * looks at the SWEEP oldest ones and removes those expired (moving the others to the back), so expired ones are
-   * reclaimed without timers; an expired one is also removed when its key is checked.
+   * overridden — the operator's blocks and exemptions by key, in the order they were set (or last swept): at most
+   * maxKeys, never evicted (past it a new one is refused with an error). Each set looks at the SWEEP oldest ones and
+   * removes those expired (moving the others to the back), so expired ones are reclaimed without timers; an expired
+   * one is also removed when its key is checked.
    */
   private readonly overridden = new Map<string, Listed>();
+  /**
+   * automatic — the automatic blocks (policy.autoBlock) by key, in the order they were set, which is the order they
+   * end (one duration per policy): at most maxKeys, a budget of their own, so they never push out an operator's; at
+   * the bound the oldest one ends early. A key is in at most one of `overridden` and `automatic`.
+   */
+  private readonly automatic = new Map<string, Listed>();
   private readonly stride: number;
   /** logAt — where a slot's log header starts within its stride (−1: the policy has no slidingLog rule). */
   private readonly logAt: number;
@@ -193,16 +202,21 @@ export class MemoryTable implements BoundStore {
     return this.slots.size;
   }
 
-  /** overrideCount — blocks and exemptions held now (expired ones included until swept): at most maxKeys. */
+  /** overrideCount — the operator's blocks and exemptions held now (expired ones included until swept): at most maxKeys. */
   get overrideCount(): number {
     return this.overridden.size;
+  }
+
+  /** autoBlockCount — automatic blocks held now (expired ones included until swept): at most maxKeys. */
+  get autoBlockCount(): number {
+    return this.automatic.size;
   }
 
   /** evaluate — see BoundStore; `veto`: another part of a compound request refused it (Policy.evaluate). */
   evaluate(key: string, cost: number, now: number | undefined, veto?: boolean): Decision {
     const t = now as number;
     let override: Override | undefined;
-    if (this.overridden.size > 0) override = this.live(key, t);
+    if (this.overridden.size > 0 || this.automatic.size > 0) override = this.live(key, t);
     let slot = this.slots.get(key);
     if (slot === undefined) {
       if (cost === 0) {
@@ -220,6 +234,7 @@ export class MemoryTable implements BoundStore {
       d = this.policy.evaluate(this.slab, o, log, t, cost, override, veto);
       this.closeLog(o, slot, log);
     }
+    if (override === undefined && this.policy.autoBlocks(d, cost)) this.autoBlock(key, t, d);
     // the LRU move, onto the list this decision puts the client on
     const to = d.allowed || d.reason !== 'limited' ? NORMAL : PENALTY;
     if (this.mru[to] !== slot || this.list[slot] !== to) {
@@ -231,7 +246,7 @@ export class MemoryTable implements BoundStore {
 
   /** verdict — whether `evaluate` would answer `allowed: true`, charging and storing nothing. */
   verdict(key: string, cost: number, now: number): boolean {
-    const override = this.overridden.size > 0 ? this.live(key, now) : undefined;
+    const override = this.overridden.size > 0 || this.automatic.size > 0 ? this.live(key, now) : undefined;
     const slot = this.slots.get(key);
     if (slot === undefined) {
       this.zero.fill(0);
@@ -257,18 +272,51 @@ export class MemoryTable implements BoundStore {
     return this.evaluate(key, 0, now);
   }
 
+  /**
+   * setOverride — an operator's block or exemption (replacing the key's own, manual or automatic). When maxKeys of
+   * them are in force already, a new key's is refused with an error naming the bound: nothing is lifted to make room.
+   */
   setOverride(key: string, request: OverrideRequest, now: number | undefined): void {
     const t = now as number;
     const o: Listed = { kind: request.kind, until: t + request.for, since: t };
     if (request.reason !== undefined) o.reason = request.reason;
-    this.overridden.delete(key);
+    const had = this.overridden.delete(key);
     this.sweep(t);
-    if (this.overridden.size >= this.maxKeys) this.overridden.delete(this.overridden.keys().next().value as string);
+    if (!had && this.overridden.size >= this.maxKeys) {
+      // every one may be live but the SWEEP oldest: look at them all once before refusing
+      for (const [k, v] of this.overridden) if (v.until <= t) this.overridden.delete(k);
+      if (this.overridden.size >= this.maxKeys) {
+        throw new RatekeeperError(
+          `the memory store holds ${this.maxKeys} blocks and exemptions set by an operator for this limiter (memoryStore maxKeys), all in force: lift one (unblock, unexempt) or raise maxKeys; none was lifted to make room for ${show(key)}`,
+          'ERR_ARGUMENT',
+        );
+      }
+    }
+    this.automatic.delete(key);
     this.overridden.set(key, o);
   }
 
   clearOverride(key: string, kind: Override['kind']): void {
     if (this.overridden.get(key)?.kind === kind) this.overridden.delete(key);
+    else if (kind === 'block') this.automatic.delete(key);
+  }
+
+  /**
+   * autoBlock — starts the automatic block of `key` (no block or exemption in force) at `now` after decision `d`
+   * refused it (Policy.autoBlocked sets its retryAfter), in its own budget: the ended ones at the front are dropped,
+   * and at maxKeys the oldest ends early.
+   */
+  private autoBlock(key: string, now: number, d: Decision): void {
+    const reason = this.policy.autoBlocked(d);
+    const auto = this.automatic;
+    auto.delete(key);
+    for (let i = 0; i < SWEEP && auto.size > 0; i++) {
+      const [k, v] = auto.entries().next().value as [string, Listed];
+      if (v.until > now) break;
+      auto.delete(k);
+    }
+    if (auto.size >= this.maxKeys) auto.delete(auto.keys().next().value as string);
+    auto.set(key, { kind: 'block', until: now + this.policy.blockFor, since: now, reason });
   }
 
   reset(key: string): void {
@@ -295,13 +343,14 @@ export class MemoryTable implements BoundStore {
 
   /** empty — no client and no override has been put in this table (or it was cleared). */
   get empty(): boolean {
-    return this.slots.size === 0 && this.overridden.size === 0;
+    return this.slots.size === 0 && this.overridden.size === 0 && this.automatic.size === 0;
   }
 
   /** clear — forgets every client and override. */
   clear(): void {
     this.slots.clear();
     this.overridden.clear();
+    this.automatic.clear();
     this.bigLogs = [];
     this.keys = [];
     this.slab.fill(0);
@@ -315,12 +364,14 @@ export class MemoryTable implements BoundStore {
   /** overrides — every block and exemption in force at `now` (ms); expired ones are removed. */
   overrides(now: number | undefined): OverrideEntry[] {
     const out: OverrideEntry[] = [];
-    for (const [key, o] of this.overridden) {
-      if (o.until <= (now as number)) {
-        this.overridden.delete(key);
-        continue;
+    for (const map of [this.overridden, this.automatic]) {
+      for (const [key, o] of map) {
+        if (o.until <= (now as number)) {
+          map.delete(key);
+          continue;
+        }
+        out.push(entry(key, o));
       }
-      out.push(entry(key, o));
     }
     return out;
   }
@@ -331,10 +382,12 @@ export class MemoryTable implements BoundStore {
     return o === undefined ? undefined : entry(key, o);
   }
 
+  /** live — `key`'s block or exemption in force at `now` (the operator's, else an automatic block); an ended one is removed. */
   private live(key: string, now: number): Listed | undefined {
-    const o = this.overridden.get(key);
+    const map = this.overridden.has(key) ? this.overridden : this.automatic;
+    const o = map.get(key);
     if (o !== undefined && o.until <= now) {
-      this.overridden.delete(key);
+      map.delete(key);
       return undefined;
     }
     return o;

@@ -45,6 +45,8 @@ export interface OverrideRequest {
   kind: Override['kind'];
   for: number;
   reason?: string;
+  /** ifNone — set it only when the key has no block or exemption in force (an automatic block); else nothing changes. */
+  ifNone?: boolean;
 }
 
 /** BoundStore — one policy's view of a store. Methods return values directly when `sync`, promises otherwise. */

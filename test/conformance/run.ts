@@ -12,7 +12,7 @@ import { T0, type Scenario, type Step } from './scenarios.js';
  * `id` — the policy's id (a shared state layout on Redis: keys named by the id, gcra keeping its interval).
  */
 export async function run(store: Store, s: Scenario, id?: string): Promise<(Decision | undefined)[]> {
-  const bound: BoundStore = store.attach(new Policy({ rules: s.rules, dryRun: s.dryRun, id }));
+  const bound: BoundStore = store.attach(new Policy({ rules: s.rules, dryRun: s.dryRun, id, autoBlock: s.autoBlock }));
   const out: (Decision | undefined)[] = [];
   for (const step of s.steps) out.push(await apply(bound, step));
   return out;

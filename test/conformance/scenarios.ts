@@ -22,13 +22,15 @@ export interface Step {
   for?: number;
   reason?: string;
   /** expect — fields the decision must have (checked on every store). */
-  expect?: Partial<Pick<Decision, 'allowed' | 'reason' | 'remaining' | 'retryAfter' | 'resetAfter' | 'delay'>>;
+  expect?: Partial<Pick<Decision, 'allowed' | 'reason' | 'remaining' | 'retryAfter' | 'resetAfter' | 'delay' | 'blockReason'>>;
 }
 
 export interface Scenario {
   name: string;
   rules: RuleConfig[];
   dryRun?: boolean;
+  /** autoBlock — the policy's automatic block (PolicyOptions.autoBlock: `for` in ms). */
+  autoBlock?: { for: number; reason?: string };
   /** boundary — the extremes of the documented range, whose expiries no store can set as they are (Redis PX). */
   boundary?: boolean;
   steps: Step[];
@@ -230,6 +232,55 @@ export const scenarios: Scenario[] = [
       c(0), { op: 'block', key: 'k', t: 1, for: 1_000 },
       c(2, 1, 'k', { reason: 'blocked', retryAfter: 9_998 }), c(3, 2, 'k', { reason: 'blocked', retryAfter: Infinity }),
       c(1_001, 1, 'k', { reason: 'limited', retryAfter: 8_999 }), c(10_000, 1, 'k', { allowed: true }),
+    ],
+  },
+  {
+    name: 'autoBlock: the first refusal blocks for its duration from then (retryAfter the block\'s end), charging nothing meanwhile',
+    rules: [rules.fixedWindow({ limit: 3, per: 10_000 })],
+    autoBlock: { for: 60_000 },
+    steps: [
+      c(0), c(1), c(2, 1, 'k', { allowed: true, remaining: 0 }),
+      c(3, 1, 'k', { allowed: false, reason: 'limited', retryAfter: 60_000 }),
+      c(4, 1, 'k', { allowed: false, reason: 'blocked', retryAfter: 59_999, blockReason: 'automatic: refused at 3/10s' }),
+      c(5, 0, 'k', { allowed: false, reason: 'blocked' }), c(10_001, 1, 'k', { reason: 'blocked', retryAfter: 50_002 }),
+      c(60_002, 1, 'k', { reason: 'blocked', retryAfter: 1 }), c(60_003, 1, 'k', { allowed: true, reason: 'allowed' }),
+      c(60_004, 2, 'k', { allowed: true }), c(60_005, 1, 'k', { reason: 'limited', retryAfter: 60_000 }),
+      c(60_006, 1, 'other', { allowed: true }),
+    ],
+  },
+  {
+    name: 'autoBlock: a rule that waits longer than the block sets retryAfter; a refusal after the block blocks again',
+    rules: [rules.tokenBucket({ limit: 1, per: 100_000, name: 'slow' }), rules.fixedWindow({ limit: 10, per: 1_000, name: 'fast' })],
+    autoBlock: { for: 1_000, reason: 'too fast' },
+    steps: [
+      c(0), c(1, 1, 'k', { reason: 'limited', retryAfter: 99_999 }),
+      c(2, 1, 'k', { reason: 'blocked', retryAfter: 99_998, blockReason: 'too fast' }),
+      c(1_001, 1, 'k', { reason: 'limited', retryAfter: 98_999 }), c(1_500, 1, 'k', { reason: 'blocked', blockReason: 'too fast' }),
+      c(100_000, 1, 'k', { allowed: true }),
+    ],
+  },
+  {
+    name: 'autoBlock: unblock lifts it, a manual block or an exemption replaces it; a blocked or exempt client starts none',
+    rules: [rules.gcra({ limit: 1, per: 10_000 })],
+    autoBlock: { for: 30_000 },
+    steps: [
+      c(0), c(1, 1, 'k', { reason: 'limited', retryAfter: 30_000 }), c(2, 1, 'k', { reason: 'blocked' }),
+      { op: 'unblock', key: 'k', t: 3 }, c(4, 1, 'k', { reason: 'limited', retryAfter: 30_000 }),
+      { op: 'block', key: 'k', t: 5, for: 1_000, reason: 'manual' }, c(6, 1, 'k', { reason: 'blocked', blockReason: 'manual', retryAfter: 9_994 }),
+      c(1_005, 1, 'k', { reason: 'limited', retryAfter: 30_000 }),
+      { op: 'exempt', key: 'k', t: 1_006 }, c(1_007, 5, 'k', { reason: 'exempt' }),
+      { op: 'unexempt', key: 'k', t: 1_008 }, c(1_009, 1, 'k', { reason: 'limited', retryAfter: 30_000 }),
+      { op: 'reset', key: 'k', t: 1_010 }, c(1_011, 1, 'k', { reason: 'blocked' }),
+    ],
+  },
+  {
+    name: 'autoBlock in dry-run: the block is set as if enforced, and every request admitted',
+    dryRun: true,
+    rules: [rules.slidingLog({ limit: 1, per: 10_000 })],
+    autoBlock: { for: 20_000 },
+    steps: [
+      c(0), c(1, 1, 'k', { allowed: true, reason: 'dry-run', retryAfter: 20_000 }),
+      c(2, 1, 'k', { allowed: true, reason: 'dry-run', retryAfter: 19_999 }), c(20_001, 1, 'k', { allowed: true, reason: 'allowed' }),
     ],
   },
   {

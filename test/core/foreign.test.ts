@@ -33,7 +33,7 @@ const ROWS: [string, unknown, RegExp][] = [
   ['statusCode', 429, /`onLimited`'s to choose/],
   ['points', 10, /rate-limiter-flexible's points per duration go in `rules`, e\.g\. rules: '10\/1s'/],
   ['duration', 1, /points per duration go in `rules`/],
-  ['blockDuration', 60, /limiter\.block\(key, \{ for: '15m', reason \}\)/],
+  ['blockDuration', 60, /rate-limiter-flexible's blockDuration \(seconds\) is the limiter's autoBlock, e\.g\. limiter\(\{ rules, autoBlock: \{ for: '15m' \} \}\)/],
   ['storeClient', {}, /store: redisStore\(\{ client \}\)/],
   ['redis', {}, /docs\/migrating\/upstash-ratelimit\.md/],
   ['ephemeralCache', new Map(), /denialCache: true/],

@@ -207,14 +207,17 @@ describe('memory store: blocks and exemptions are bounded and reclaimed', () => 
     }
   });
 
-  it('never holds more than maxKeys overrides; live blocks still hold', async () => {
+  it('never holds more than maxKeys overrides; live blocks still hold (past the bound a new one is refused, none lifted)', async () => {
     const store = memoryStore({ maxKeys: 100 });
     const lim = limiter({ rules: '5/s', store });
     const table = store.attach(lim.policy) as MemoryTable;
-    for (let i = 0; i < 1_000; i++) await lim.block(`k${i}`);
+    let refused = 0;
+    for (let i = 0; i < 1_000; i++) await lim.block(`k${i}`).catch(() => refused++);
     assert.equal(table.overrideCount, 100);
-    assert.equal(lim.checkSync('k999').reason, 'blocked');
-    assert.equal(lim.checkSync('k0').reason, 'allowed', 'the longest-standing block made room (the bound is maxKeys)');
+    assert.equal(refused, 900);
+    assert.equal(lim.checkSync('k99').reason, 'blocked');
+    assert.equal(lim.checkSync('k0').reason, 'blocked', 'an operator\'s block is never lifted to make room (docs/memory.md)');
+    assert.equal(lim.checkSync('k999').reason, 'allowed');
   });
 
   it('an expired exemption or block is swept even if its key is never seen again', async () => {

@@ -37,7 +37,7 @@ export async function configCheck(path: string, out: (line: string) => void, opt
       out(`  domain ${d}: ${plural(limits.length, 'limit')}`);
       for (const l of limits) {
         const what = l.unlimited ? 'unlimited' : l.denyAll ? 'refuses every request' : l.rules.map(ruleText).join(' + ');
-        const flags = [l.shadowMode ? 'shadow_mode' : '', l.replaces.length > 0 ? `replaces ${l.replaces.join(', ')}` : '', l.name ? `name ${l.name}` : '']
+        const flags = [l.shadowMode ? 'shadow_mode' : '', l.replaces.length > 0 ? `replaces ${l.replaces.join(', ')}` : '', l.name ? `limit name "${l.name}"` : '']
           .filter((s) => s !== '');
         out(`    ${l.path}: ${what}${flags.length > 0 ? ` (${flags.join('; ')})` : ''}`);
       }

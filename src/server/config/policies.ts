@@ -1,5 +1,5 @@
 /**
- * policies — the native form: `policies: { name: { rules, algorithm?, dry_run?, half_life?, accounting? } }`, where
+ * policies — the native form: `policies: { name: { rules, algorithm?, dry_run?, half_life?, accounting?, auto_block? } }`, where
  * `rules` is the library's rule string (`'1/s; 20/min; 800/day'`) or a list of rule objects
  * (`{ algorithm, limit, per, burst, half_life, accounting, name }`). For `POST /v1/check { policy, key, cost? }`.
  */
@@ -15,9 +15,12 @@ import { fingerprintOf } from './match.js';
 import type { NativePolicy } from './types.js';
 import { bool, fields, items, lineOf, scalar, text, toJs, unknownFields, type At, type Field, type Fields } from './yaml.js';
 
-const POLICY_FIELDS: ReadonlySet<string> = new Set(['rules', 'algorithm', 'dry_run', 'dryRun', 'half_life', 'halfLife', 'accounting']);
+const POLICY_FIELDS: ReadonlySet<string> = new Set(['rules', 'algorithm', 'dry_run', 'dryRun', 'half_life', 'halfLife', 'accounting', 'auto_block', 'autoBlock']);
+const AUTO_BLOCK_FIELDS: ReadonlySet<string> = new Set(['for', 'reason']);
 const RULE_FIELDS: ReadonlySet<string> = new Set(['algorithm', 'limit', 'per', 'burst', 'half_life', 'halfLife', 'accounting', 'name']);
-const POLICY_HINTS: Readonly<Record<string, string>> = { rule: 'rules', limits: 'rules', shadow_mode: 'dry_run', dryrun: 'dryRun' };
+const POLICY_HINTS: Readonly<Record<string, string>> = {
+  rule: 'rules', limits: 'rules', shadow_mode: 'dry_run', dryrun: 'dryRun', block_duration: 'auto_block', blockDuration: 'autoBlock',
+};
 const RULE_HINTS: Readonly<Record<string, string>> = {
   requests_per_unit: 'limit', requests: 'limit', unit: 'per', period: 'per', window: 'per', interval: 'per',
 };
@@ -30,6 +33,40 @@ function dryRunOf(at: At, f: Fields): boolean | undefined {
     at.src.issues.add(at.src.file, b.line, at.path, 'dryRun', toJs(at.src, b.value), 'dry_run and dryRun are one field: give it once');
   }
   return bool(at, a ?? b);
+}
+
+/**
+ * autoBlockOf — `auto_block` (or `autoBlock`): a duration (`15m`), or `{ for: 15m, reason?: text }` — once the
+ * policy's rules refuse a client, it is blocked that long (LimiterOptions.autoBlock). Undefined when absent or wrong
+ * (reported); `null` stands for absent.
+ */
+function autoBlockOf(at: At, f: Fields): { for: number; reason?: string } | undefined {
+  const a = f.get('auto_block');
+  const b = f.get('autoBlock');
+  if (a !== undefined && b !== undefined) {
+    at.src.issues.add(at.src.file, b.line, at.path, 'autoBlock', toJs(at.src, b.value), 'auto_block and autoBlock are one field: give it once');
+  }
+  const field = a ?? b;
+  if (field === undefined || field.value === null) return undefined;
+  const v = field.value as { items?: unknown };
+  if (v.items === undefined) {
+    const ms = durationOf(at, field);
+    return ms === undefined ? undefined : { for: ms };
+  }
+  const sub = fields({ ...at, path: `${at.path} > ${field.key}`, line: field.line }, field.value, field.key, 'a duration such as 15m, or a map like { for: 15m, reason: abuse }');
+  if (sub === undefined) return undefined;
+  const inner = { ...at, path: `${at.path} > ${field.key}`, line: field.line };
+  unknownFields(inner, sub, AUTO_BLOCK_FIELDS, field.key, { duration: 'for', blockDuration: 'for' });
+  const ff = sub.get('for');
+  if (ff === undefined) {
+    at.src.issues.add(at.src.file, field.line, inner.path, 'for', undefined, `${field.key}.for is required: how long a refused client stays blocked, such as 15m`);
+    return undefined;
+  }
+  const ms = durationOf(inner, ff);
+  const rf = sub.get('reason');
+  const reason = rf === undefined ? undefined : text(inner, rf);
+  if (ms === undefined || (rf !== undefined && reason === undefined)) return undefined;
+  return reason === undefined ? { for: ms } : { for: ms, reason };
 }
 
 /** objectRule — one rule object of a policy's rules list. */
@@ -74,6 +111,7 @@ function policyOf(at: At, name: string, node: Node | null): NativePolicy | undef
   const af = f.get('algorithm');
   const algorithm = af === undefined ? undefined : algorithmOf(at, af);
   const dryRun = dryRunOf(at, f);
+  const autoBlock = autoBlockOf(at, f);
   const hf = halfLifeField(at, f);
   const halfLife = hf === undefined ? undefined : durationOf(at, hf);
   const cf = f.get('accounting');
@@ -116,7 +154,9 @@ function policyOf(at: At, name: string, node: Node | null): NativePolicy | undef
     at.src.issues.add(at.src.file, rf.line, at.path, 'rules', ruleList.map((r) => r.name), libraryMessage(e));
     return undefined;
   }
-  return Object.freeze({ name, rules: ruleList, dryRun: dryRun ?? false, fingerprint: fingerprintOf(ruleList, false, false), file: at.src.file });
+  const out: NativePolicy = { name, rules: ruleList, dryRun: dryRun ?? false, fingerprint: fingerprintOf(ruleList, false, false), file: at.src.file };
+  if (autoBlock !== undefined) out.autoBlock = autoBlock;
+  return Object.freeze(out);
 }
 
 /**

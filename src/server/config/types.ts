@@ -89,6 +89,11 @@ export interface NativePolicy {
   name: string;
   rules: RuleConfig[];
   dryRun: boolean;
+  /**
+   * autoBlock — `auto_block`: once the rules refuse a client, it is blocked for `for` ms (LimiterOptions.autoBlock),
+   * listed with `reason` (default `automatic: refused at <rule>`). Undefined: no automatic block.
+   */
+  autoBlock?: { for: number; reason?: string };
   /** fingerprint — equal ⇔ the same rules (every field, in order): the client state may be kept across a reload. */
   fingerprint: string;
   file: string;

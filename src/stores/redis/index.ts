@@ -350,11 +350,21 @@ export class RedisStore implements Store {
     return this.run(script, keys, args, true).then(
       (reply) => {
         const list = reply as Buffer[];
+        let decisions: Decision[];
         try {
-          return list.map((r, i) => bounds[i].decision(r));
+          decisions = list.map((r, i) => bounds[i].decision(r));
         } catch (e) {
           return this.failedAll(new StoreUnavailableError(`unreadable reply: ${e instanceof Error ? e.message : String(e)}`, e), parts, now);
         }
+        // a part its own rules refused starts its policy's automatic block (RedisBound.autoBlock), answered once set
+        let blocks: Promise<Decision>[] | undefined;
+        for (let i = 0; i < n; i++) {
+          const p = bounds[i].policy;
+          if (p.blockFor > 0 && p.autoBlocks(decisions[i], parts[i].cost) && list[i].readDoubleLE(0) === 0) {
+            (blocks ??= []).push(bounds[i].autoBlock(parts[i].key, now, list[i], decisions[i]));
+          }
+        }
+        return blocks === undefined ? decisions : Promise.all(blocks).then(() => decisions);
       },
       (e: unknown) => this.failedAll(e, parts, now),
     );
@@ -456,7 +466,8 @@ export class RedisStore implements Store {
       now === undefined ? '' : String(now), request.kind === 'block' ? 'b' : 'e', request.for === Infinity ? 'inf' : String(request.for),
       index?.member ?? '', index?.idx ?? '', index?.det ?? '',
     ];
-    if (request.reason !== undefined) args.push(request.reason);
+    if (request.reason !== undefined || request.ifNone === true) args.push(request.reason ?? '');
+    if (request.ifNone === true) args.push('1');
     this.listed = undefined;
     return this.run(this.overrideSet, [key], args, false, true).finally(() => {
       this.listed = undefined;
@@ -705,6 +716,12 @@ class Check implements Deadline {
       if (this.bound.remembers) this.bound.learn(this.key, this.now, reply);
     } catch (e) {
       d = this.bound.failed(new StoreUnavailableError(`unreadable reply: ${e instanceof Error ? e.message : String(e)}`, e), this.key, this.cost, this.now);
+      this.resolve(d);
+      return;
+    }
+    if (this.bound.policy.blockFor > 0 && this.bound.policy.autoBlocks(d, this.cost) && reply.readDoubleLE(0) === 0) {
+      this.bound.autoBlock(this.key, this.now, reply, d).then(this.resolve);
+      return;
     }
     this.resolve(d);
   }
@@ -802,13 +819,14 @@ export class RedisBound implements BoundStore {
       }
       return;
     }
-    fb.setOverride(key, { kind, for: left, reason }, now ?? this.localNow());
+    // the oldest lifted first: the fallback's budget of blocks and exemptions refuses a new one past maxKeys
     this.overridden.delete(key);
-    this.overridden.set(key, kind);
-    if (this.overridden.size > this.store.fallbackMaxKeys) {
+    if (this.overridden.size >= this.store.fallbackMaxKeys) {
       const oldest = this.overridden.keys().next().value as string;
       this.remember(oldest, undefined, undefined);
     }
+    fb.setOverride(key, { kind, for: left, reason }, now ?? this.localNow());
+    this.overridden.set(key, kind);
   }
 
   /** learn — what a check's reply says about the key's block or exemption, kept for the fallback. */
@@ -856,6 +874,26 @@ export class RedisBound implements BoundStore {
     const { key, cost, now } = call;
     this.store.evalBuffer(this.script.text, this.redisKey(key), now === undefined ? undefined : String(now), cost === 1 ? '1' : String(cost), deadlineOf(call.budget, call.at, this.store.timeout))
       .then((reply) => call.answer(reply as Buffer), (e: unknown) => call.error(e, true));
+  }
+
+  /**
+   * autoBlock — starts the policy's automatic block of `key` after decision `d`, which its rules refused at the
+   * check's time (the explicit `now`, else the server's clock the script read, in `reply`), so that the block ends
+   * exactly where `d.retryAfter` says (Policy.autoBlocked). A second script call, on the client's master: it sets
+   * the block only when none is in force (two refusals in one round trip keep the first's end). When it fails, `d`
+   * keeps the rules' own retryAfter. Resolves to `d`.
+   */
+  autoBlock(key: string, now: number | undefined, reply: Buffer, d: Decision): Promise<Decision> {
+    const at = now ?? this.wallOf(reply);
+    const rules = d.retryAfter;
+    const reason = this.policy.autoBlocked(d);
+    return this.setOverride(key, { kind: 'block', for: this.policy.blockFor, reason, ifNone: true }, at < 0 ? undefined : at).then(
+      () => d,
+      () => {
+        d.retryAfter = rules;
+        return d;
+      },
+    );
   }
 
   async setOverride(key: string, request: OverrideRequest, now: number | undefined): Promise<void> {

@@ -9,8 +9,10 @@ ARGV[4] — with an index: the client's member in it (index.lua: policy id and e
 ARGV[5], ARGV[6] — with an index: its bucket's sorted set and hash (index.lua), on KEYS[1]'s master; '' without.
           Touched before KEYS[1] (a bucket on another node fails the script before it wrote anything), updated with
           the override, and pruned of up to 100 ended entries on the way.
-ARGV[7] — reason (optional): reported on every decision the block makes.
-Returns 1.
+ARGV[7] — reason (optional): reported on every decision the block makes ('' with ARGV[8] and no reason).
+ARGV[8] — '1' (optional): only when the client has no block or exemption in force (an automatic block after a
+          refusal: two refusals in one round trip keep the first one's end); otherwise nothing changes.
+Returns 1, or 0 when ARGV[8] found one in force.
 ]]
 local key = KEYS[1]
 local idx, det = ARGV[5] or '', ARGV[6] or ''
@@ -21,6 +23,7 @@ local wallnow = isWall and now or wall()
 local duration = ARGV[3] == 'inf' and INF or tonumber(ARGV[3])
 local value = Record.get(key)
 local ov, at = Record.read(value)
+if ARGV[8] == '1' and ov and ov.untilMs > now then return 0 end
 local state, se = '', 0
 if at and #value >= at then
   state = string.sub(value, at)
