@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { memoryStore } from '../stores/memory.js';
 import type { AdminServer } from '../admin/serve.js';
 import type { Store } from '../stores/types.js';
-import { RatekeeperError, show } from '../core/errors.js';
+import { RatekeeperError } from '../core/errors.js';
 import { loadConfig } from './config/index.js';
 import { loadConfigOffThread } from './config/offThread.js';
 import { RateLimitService } from './service.js';
@@ -12,6 +12,8 @@ import type { StoreHealth } from '../stores/redis/health.js';
 import { GrpcFront } from './grpc.js';
 import { ConfigWatcher } from './reload.js';
 import { listenFailed } from './listeners.js';
+import { redisPlan, type RedisFlags } from './redisOptions.js';
+import { redactSecrets } from '../core/redact.js';
 
 /** OnStoreError — the failure policy when Redis does not answer (the Redis store's `onError`). */
 export type OnStoreError = 'deny' | 'allow' | 'memory';
@@ -25,9 +27,18 @@ export interface ServeOptions {
   port?: number;
   /** grpcPort — Envoy's RLS v3. @default 8081 */
   grpcPort?: number;
-  /** redis — a Redis URL (redis://host:port or host:port); redisCluster — the URLs of some cluster nodes. Neither: memory. */
+  /**
+   * redis — a Redis URL (redis://host:port, rediss://host:port for TLS, or host:port; credentials as user:pass@);
+   * redisCluster — the URLs of some cluster nodes; redisSentinel — the Sentinels (host:port each) watching the master
+   * named redisSentinelMaster; redisSocket — a unix socket's path. None: memory.
+   */
   redis?: string;
   redisCluster?: string[];
+  redisSentinel?: string[];
+  redisSentinelMaster?: string;
+  redisSocket?: string;
+  /** redisConnect — TLS files, passwords, the first connection's bound and WAIT (src/server/redisOptions.ts). */
+  redisConnect?: RedisFlags;
   /** prefix — the Redis key prefix. @default 'rk:' */
   prefix?: string;
   onStoreError?: OnStoreError;
@@ -88,6 +99,8 @@ export interface Running {
   grpcPort: number | undefined;
   /** adminUrl — the dashboard's URL, when the admin listener is on. */
   adminUrl: string | undefined;
+  /** store — the store in words, never with a credential: `memory`, `redis rediss://10.0.0.1:6380 (auth)`, `redis sentinel master m via …`. */
+  store: string;
   /** reload — loads the configuration now (what the watcher does on a change); rejects when it is bad. */
   reload(): Promise<void>;
   /** close — stops accepting calls, answers those in flight, closes the store's connections. */
@@ -105,7 +118,8 @@ export async function startService(options: ServeOptions): Promise<Running> {
   });
   metrics.configLoaded(true, cfg.loadedAt);
   const withAdmin = options.adminPort !== undefined && options.adminPort >= 0;
-  const { store, close: closeStore, healthy: storeHealthy } = await openStore(options, log);
+  const { store, close: closeStore, healthy: storeHealthy, describe: storeText } = await openStore(options, log);
+  log(`ratekeeper: store ${storeText}${storeText === 'memory' ? '' : `, on failure: ${options.onStoreError ?? 'memory'}`}`);
   const service = new RateLimitService({
     store, metrics, responseHeaders: options.responseHeaders, shadowMode: options.shadowMode, denialCache: options.denialCache,
     observe: withAdmin,
@@ -182,7 +196,7 @@ export async function startService(options: ServeOptions): Promise<Running> {
   }
   let closing: Promise<void> | undefined;
   return {
-    service, metrics, reload,
+    service, metrics, reload, store: storeText,
     httpPort: http?.port, grpcPort: grpcFront?.port, adminUrl: admin?.url,
     close: () => (closing ??= (async () => {
       watcher.close();
@@ -211,39 +225,66 @@ function hostPort(host: string, port: number): string {
   return host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`;
 }
 
-/** openStore — the memory store, or a Redis store on an ioredis client the service owns (and closes). */
-async function openStore(options: ServeOptions, log: (line: string) => void): Promise<{ store: Store; close: () => Promise<void>; healthy: () => boolean | Health | Promise<boolean | Health> }> {
-  if (options.redis === undefined && (options.redisCluster === undefined || options.redisCluster.length === 0)) {
+/** OpenedStore — the service's store, how to close it, its health, and its description without credentials. */
+interface OpenedStore {
+  store: Store;
+  close: () => Promise<void>;
+  healthy: () => boolean | Health | Promise<boolean | Health>;
+  describe: string;
+}
+
+/**
+ * openStore — the memory store, or a Redis store on an ioredis client the service owns (and closes). The first
+ * connection is awaited up to the connect timeout: a refused password or TLS handshake is a startup error naming its
+ * flag or variable; a server that does not answer in time is logged and the service starts on its failure policy
+ * (it connects when the server comes).
+ */
+async function openStore(options: ServeOptions, log: (line: string) => void): Promise<OpenedStore> {
+  const r: RedisFlags = options.redisConnect ?? { from: {} };
+  const cluster = options.redisCluster !== undefined && options.redisCluster.length > 0 ? options.redisCluster : undefined;
+  const sentinels = options.redisSentinel !== undefined && options.redisSentinel.length > 0 ? options.redisSentinel : undefined;
+  if (options.redis === undefined && cluster === undefined && sentinels === undefined && options.redisSocket === undefined) {
     const store = memoryStore(options.maxKeys === undefined ? {} : { maxKeys: options.maxKeys });
-    return { store, close: async () => store.close(), healthy: () => true };
+    return { store, close: async () => store.close(), healthy: () => true, describe: 'memory' };
   }
+  const flag = sentinels !== undefined ? (r.from.sentinels ?? 'REDIS_URL') : cluster !== undefined ? '--redis-cluster' : '--redis';
+  const plan = redisPlan({ redis: options.redis, cluster, sentinels, master: options.redisSentinelMaster, socketPath: options.redisSocket }, r, flag);
   const ioredis = await import('ioredis').catch(() => {
-    throw new RatekeeperError('serve: --redis needs the ioredis package: npm install ioredis');
+    throw new RatekeeperError('serve: a Redis store needs the ioredis package: npm install ioredis');
   });
   const { redisStore } = await import('../stores/redis/index.js');
+  const { createClient, waitReady, RedisConnectError } = await import('../stores/redis/connect.js');
   const common = { maxRetriesPerRequest: 1, enableOfflineQueue: true, lazyConnect: false };
-  let client: InstanceType<typeof ioredis.Redis> | InstanceType<typeof ioredis.Cluster>;
-  if (options.redisCluster !== undefined && options.redisCluster.length > 0) {
-    const nodes = options.redisCluster.map((u) => parseRedisUrl(u, '--redis-cluster'));
-    client = new ioredis.Cluster(nodes.map((n) => ({ host: n.host, port: n.port })), {
-      redisOptions: { ...common, password: nodes[0].password, username: nodes[0].username },
-    });
-  } else {
-    const n = parseRedisUrl(options.redis!, '--redis');
-    client = new ioredis.Redis({ ...common, host: n.host, port: n.port, password: n.password, username: n.username, db: n.db });
+  const client = createClient(ioredis as never, plan.connect, common) as unknown as InstanceType<typeof ioredis.Redis>;
+  const timeout = plan.connect.connectTimeout ?? 10_000;
+  try {
+    await waitReady(client as never, timeout, plan.secrets, plan.connect.mode === 'sentinel');
+  } catch (e) {
+    if (!(e instanceof RedisConnectError) || e.reason === 'unreachable' || e.reason === 'sentinel') {
+      log(`ratekeeper: redis: ${plan.describe} is not ready within ${timeout} ms (${redactSecrets(e instanceof Error ? e.message : String(e), plan.secrets)}); serving by the failure policy (${options.onStoreError ?? 'memory'}) until it answers`);
+    } else {
+      client.disconnect();
+      const why = e.reason === 'auth' ? `Redis refused the password (${plan.passwordFrom})`
+        : e.reason === 'sentinel-auth' ? `the Sentinels refused the password (${plan.sentinelPasswordFrom})`
+        : e.reason === 'sentinel-master' ? `the Sentinels know no master named ${JSON.stringify(plan.connect.sentinel?.name)} (${r.from.sentinelMaster ?? 'REDIS_URL'})`
+        : `the TLS connection to Redis failed (trusting ${plan.tlsFrom})`;
+      throw new RatekeeperError(`serve: ${plan.describe}: ${why}: ${e.message}`);
+    }
   }
   let lastLogged = 0;
   client.on('error', (e: Error) => {
     const now = Date.now();
     if (now - lastLogged > 5000) {
       lastLogged = now;
-      log(`ratekeeper: redis: ${e.message}`);
+      log(`ratekeeper: redis: ${redactSecrets(e.message, plan.secrets)}`);
     }
   });
   const onError = options.onStoreError ?? 'memory';
-  const store = redisStore({ client, prefix: options.prefix, onError, timeout: options.storeTimeout, fallbackMaxKeys: options.maxKeys });
+  const wait = r.waitReplicas !== undefined ? { replicas: r.waitReplicas, timeout: r.waitTimeout ?? 50 } : undefined;
+  const store = redisStore({ client, prefix: options.prefix, onError, timeout: options.storeTimeout, fallbackMaxKeys: options.maxKeys, ...(wait ? { wait } : {}) });
   return {
     store,
+    describe: plan.describe,
     close: async () => {
       await store.close?.();
       client.disconnect();
@@ -272,24 +313,4 @@ export function healthText(ok: boolean, h: StoreHealth): string {
   return lines.join('\n') + '\n';
 }
 
-/** parseRedisUrl — `redis://[user:pass@]host:port[/db]` or envoy's `host:port`. */
-export function parseRedisUrl(url: string, flag: string): { host: string; port: number; username?: string; password?: string; db?: number } {
-  const text = /^[a-z]+:\/\//i.test(url) ? url : `redis://${url}`;
-  let u: URL;
-  try {
-    u = new URL(text);
-  } catch {
-    throw new RatekeeperError(`serve: ${flag} must be a Redis URL like redis://127.0.0.1:6379 or 127.0.0.1:6379, got ${show(url)}`);
-  }
-  if (u.protocol !== 'redis:') throw new RatekeeperError(`serve: ${flag} must use redis:// (rediss:// is not supported yet), got ${show(url)}`);
-  const port = u.port === '' ? 6379 : Number(u.port);
-  const out: { host: string; port: number; username?: string; password?: string; db?: number } = { host: u.hostname.replace(/^\[|\]$/g, ''), port };
-  if (u.username) out.username = decodeURIComponent(u.username);
-  if (u.password) out.password = decodeURIComponent(u.password);
-  if (u.pathname.length > 1) {
-    const db = Number(u.pathname.slice(1));
-    if (!Number.isInteger(db) || db < 0) throw new RatekeeperError(`serve: ${flag} database must be an integer, got ${show(u.pathname.slice(1))}`);
-    out.db = db;
-  }
-  return out;
-}
+export { parseRedisUrl, describeStore } from './redisOptions.js';

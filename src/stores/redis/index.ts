@@ -79,9 +79,19 @@ export interface RedisStoreOptions {
    * @default true
    */
   coalesce?: boolean;
+  /**
+   * wait — after each script call that may write (a check, a compound check, a block…), Redis's `WAIT replicas
+   * timeout` on the same connection, sent with it (one round trip): the call is answered once `replicas` replicas
+   * acknowledged the write or `timeout` ms passed, whichever is first. Replication stays asynchronous (a WAIT that
+   * times out still answers; `waitShortfalls` counts those), but a charge acknowledged after a successful WAIT
+   * survives a failover to a replica that acknowledged it. A standalone or Sentinel client only (a Cluster's WAIT
+   * would go to a random node). Costs the replica's round trip on every check: see docs/redis.md. @default undefined
+   * @example redisStore({ client, wait: { replicas: 1, timeout: 50 } })
+   */
+  wait?: { replicas: number; timeout: number };
 }
 
-const REDIS_STORE_OPTIONS: ReadonlySet<string> = new Set(['client', 'prefix', 'timeout', 'onError', 'maxPending', 'fallbackMaxKeys', 'coalesce']);
+const REDIS_STORE_OPTIONS: ReadonlySet<string> = new Set(['client', 'prefix', 'timeout', 'onError', 'maxPending', 'fallbackMaxKeys', 'coalesce', 'wait']);
 
 /** Corkable — a socket the store can cork for a tick (net.Socket, tls.TLSSocket). */
 interface Corkable {
@@ -261,7 +271,27 @@ export class RedisStore implements Store {
     if (onError === 'memory') this.fallback = new MemoryStore({ maxKeys: fallbackMaxKeys });
     if (options.coalesce !== undefined && typeof options.coalesce !== 'boolean') throw new RatekeeperError(`redisStore.coalesce must be a boolean, got ${show(options.coalesce)}`);
     this.coalesce = options.coalesce ?? true;
+    if (options.wait !== undefined) {
+      const w = options.wait;
+      if (typeof w !== 'object' || w === null || !Number.isSafeInteger(w.replicas) || w.replicas < 1 || !Number.isSafeInteger(w.timeout) || w.timeout < 1) {
+        throw new RatekeeperError(`redisStore.wait must be { replicas: integer >= 1, timeout: integer ms >= 1 }, got ${show(w)}`);
+      }
+      if ((c as { isCluster?: boolean }).isCluster === true) throw new RatekeeperError('redisStore.wait needs a standalone or Sentinel client: a Cluster would send WAIT to another node than the write');
+      const call = (c as { call?: (...a: (string | number)[]) => Promise<unknown> }).call;
+      if (typeof call !== 'function') throw new RatekeeperError('redisStore.wait needs an ioredis client (its call method sends WAIT on the write\'s connection)');
+      const replicas = String(w.replicas);
+      const ms = String(w.timeout);
+      this.waitFor = (p) => Promise.all([p, call.call(c, 'WAIT', replicas, ms)]).then(([reply, acked]) => {
+        if (Number(acked) < w.replicas) this.waitShortfalls++;
+        return reply;
+      });
+    }
   }
+
+  /** waitFor — with `wait`: a write's promise joined with the WAIT sent right behind it (undefined: no WAIT). */
+  readonly waitFor: ((p: Promise<unknown>) => Promise<unknown>) | undefined;
+  /** waitShortfalls — WAITs that answered fewer replicas than asked (timed out): charges a failover may lose. */
+  waitShortfalls = 0;
 
   /** cork — at the first check of a tick, corks the client's sockets until the tick ends (coalesce). */
   cork(): void {
@@ -402,10 +432,13 @@ export class RedisStore implements Store {
         budget.pending--;
       };
       const c = this.client;
-      (binary ? c.callBuffer('EVALSHA', script.sha, keys.length, ...keys, ...args) : c.evalsha(script.sha, keys.length, ...keys, ...args))
+      const w = this.waitFor;
+      const sent = binary ? c.callBuffer('EVALSHA', script.sha, keys.length, ...keys, ...args) : c.evalsha(script.sha, keys.length, ...keys, ...args);
+      (w === undefined ? sent : w(sent))
         .catch((e: unknown) => {
           if (!(e instanceof Error) || !e.message.startsWith('NOSCRIPT')) throw e;
-          return binary ? c.callBuffer('EVAL', script.text, keys.length, ...keys, ...args) : c.eval(script.text, keys.length, ...keys, ...args);
+          const again = binary ? c.callBuffer('EVAL', script.text, keys.length, ...keys, ...args) : c.eval(script.text, keys.length, ...keys, ...args);
+          return w === undefined ? again : w(again);
         })
         .then(
           (v) => {
@@ -846,7 +879,8 @@ export class RedisBound implements BoundStore {
       store.pending++;
       budget.pending++;
       store.cork();
-      store.evalshaBuffer(this.script.sha, redisKey, now === undefined ? undefined : String(now), cost === 1 ? '1' : String(cost), deadlineOf(budget, call.at, store.timeout))
+      const sent = store.evalshaBuffer(this.script.sha, redisKey, now === undefined ? undefined : String(now), cost === 1 ? '1' : String(cost), deadlineOf(budget, call.at, store.timeout));
+      (store.waitFor === undefined ? sent : store.waitFor(sent))
         .then((reply) => call.answer(reply as Buffer), (e: unknown) => call.error(e));
     });
   }
@@ -854,7 +888,8 @@ export class RedisBound implements BoundStore {
   /** retry — a check whose script the server did not have (NOSCRIPT: restarted, a new cluster node): EVAL sends the text and caches it there. */
   retry(call: Check): void {
     const { key, cost, now } = call;
-    this.store.evalBuffer(this.script.text, this.redisKey(key), now === undefined ? undefined : String(now), cost === 1 ? '1' : String(cost), deadlineOf(call.budget, call.at, this.store.timeout))
+    const sent = this.store.evalBuffer(this.script.text, this.redisKey(key), now === undefined ? undefined : String(now), cost === 1 ? '1' : String(cost), deadlineOf(call.budget, call.at, this.store.timeout));
+    (this.store.waitFor === undefined ? sent : this.store.waitFor(sent))
       .then((reply) => call.answer(reply as Buffer), (e: unknown) => call.error(e, true));
   }
 
