@@ -19,6 +19,9 @@ export interface Certs {
   clientKey: string;
   /** otherCa — a CA that signed none of these. */
   otherCa: string;
+  /** elsewhereCert, elsewhereKey — a server certificate signed by the CA for another name (elsewhere.example) only. */
+  elsewhereCert: string;
+  elsewhereKey: string;
 }
 
 function openssl(args: string[], cwd: string): void {
@@ -45,8 +48,10 @@ export function makeCerts(): Certs {
   };
   leaf('server', 'localhost', 'subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth,clientAuth\n');
   leaf('client', 'ratekeeper client', 'extendedKeyUsage=clientAuth\n');
+  leaf('elsewhere', 'elsewhere.example', 'subjectAltName=DNS:elsewhere.example\nextendedKeyUsage=serverAuth\n');
   return {
     dir, ca: p('ca.crt'), caKey: p('ca.key'), serverCert: p('server.crt'), serverKey: p('server.key'),
     clientCert: p('client.crt'), clientKey: p('client.key'), otherCa: p('other-ca.crt'),
+    elsewhereCert: p('elsewhere.crt'), elsewhereKey: p('elsewhere.key'),
   };
 }
