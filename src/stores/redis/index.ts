@@ -80,9 +80,12 @@ export interface RedisStoreOptions {
    */
   coalesce?: boolean;
   /**
-   * wait — after each script call that may write (a check, a compound check, a block…), Redis's `WAIT replicas
-   * timeout` on the same connection, sent with it (one round trip): the call is answered once `replicas` replicas
-   * acknowledged the write or `timeout` ms passed, whichever is first. Replication stays asynchronous (a WAIT that
+   * wait — after the script calls that may write (a check, a compound check, a block…), Redis's `WAIT replicas
+   * timeout` on the same connection, sent with them (one round trip; one WAIT per tick covers every call of the tick):
+   * a call is answered once `replicas` replicas acknowledged its write or `timeout` ms passed, whichever is first.
+   * WAIT blocks its connection, so one is in flight at a time and the writes sent meanwhile share the next: a call
+   * may wait two WAIT timeouts when replicas do not answer (a master left without replicas), so keep `timeout` under
+   * half the store's `timeout`. Replication stays asynchronous (a WAIT that
    * times out still answers; `waitShortfalls` counts those), but a charge acknowledged after a successful WAIT
    * survives a failover to a replica that acknowledged it. A standalone or Sentinel client only (a Cluster's WAIT
    * would go to a random node). Costs the replica's round trip on every check: see docs/redis.md. @default undefined
@@ -276,15 +279,38 @@ export class RedisStore implements Store {
       if (typeof w !== 'object' || w === null || !Number.isSafeInteger(w.replicas) || w.replicas < 1 || !Number.isSafeInteger(w.timeout) || w.timeout < 1) {
         throw new RatekeeperError(`redisStore.wait must be { replicas: integer >= 1, timeout: integer ms >= 1 }, got ${show(w)}`);
       }
+      if (2 * w.timeout >= this.timeout) throw new RatekeeperError(`redisStore.wait.timeout must be under half the store's timeout (${this.timeout} ms): a call may wait two WAITs, got ${w.timeout}`);
       if ((c as { isCluster?: boolean }).isCluster === true) throw new RatekeeperError('redisStore.wait needs a standalone or Sentinel client: a Cluster would send WAIT to another node than the write');
       const call = (c as { call?: (...a: (string | number)[]) => Promise<unknown> }).call;
       if (typeof call !== 'function') throw new RatekeeperError('redisStore.wait needs an ioredis client (its call method sends WAIT on the write\'s connection)');
       const replicas = String(w.replicas);
       const ms = String(w.timeout);
-      this.waitFor = (p) => Promise.all([p, call.call(c, 'WAIT', replicas, ms)]).then(([reply, acked]) => {
-        if (Number(acked) < w.replicas) this.waitShortfalls++;
-        return reply;
-      });
+      // WAIT blocks its connection until it answers, so at most one is in flight: the writes sent meanwhile wait for
+      // the next one, sent as soon as the current one answers (behind them: WAIT covers every earlier write of its
+      // connection). A call thus waits at most two WAIT timeouts beyond its own round trip.
+      let next: { promise: Promise<number>; resolve: (n: number) => void } | undefined;
+      let inFlight = false;
+      const flush = (): void => {
+        const batch = next!;
+        next = undefined;
+        inFlight = true;
+        call.call(c, 'WAIT', replicas, ms).then((n) => Number(n), () => -1).then((n) => {
+          inFlight = false;
+          batch.resolve(n);
+          if (next !== undefined) flush();
+        });
+      };
+      this.waitFor = (p) => {
+        if (next === undefined) {
+          let resolve!: (n: number) => void;
+          next = { promise: new Promise<number>((r) => (resolve = r)), resolve };
+          if (!inFlight) process.nextTick(flush);
+        }
+        return Promise.all([p, next.promise]).then(([reply, acked]) => {
+          if (acked < w.replicas) this.waitShortfalls++;
+          return reply;
+        });
+      };
     }
   }
 
