@@ -8,7 +8,7 @@
  * USERINFO — `scheme://userinfo@` anywhere in a text: the scheme, then everything up to the last `@` before the
  * host part ends (a password may itself contain `@`, `:` or `/` when the user did not percent-encode it).
  */
-const USERINFO = /([a-z][a-z0-9+.-]*:\/\/)([^\s,@]*(?:@[^\s,@/]*(?=@))*)@/gi;
+const USERINFO = /([a-z][a-z0-9+.-]*:\/\/)([^\s,@]*(?:@[^\s,@]*(?=@))*)@/gi;
 
 /** MASK — what a secret is replaced with. */
 export const MASK = '***';

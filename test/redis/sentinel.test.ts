@@ -62,9 +62,7 @@ interface Failover {
   ackedBeforeKill: number;
   /** unanswered — checks given up by the store (answered by the failure policy): each may or may not have been charged. */
   unanswered: number;
-  /** stored — the count on the new master once the load stopped. */
-  stored: number;
-  /** lost — acked − stored: charges acknowledged and missing (a lower bound when some unanswered ones were charged). */
+  /** lost — acknowledged charges the new master does not have (each check charged its own key: counted exactly). */
   lost: number;
   /** recoveredMs — from the kill to the first check admitted by the new master. */
   recoveredMs: number;
@@ -72,23 +70,26 @@ interface Failover {
 }
 
 /**
- * failover — WORKERS concurrent checks of one key for 600 ms, SIGKILL the master, keep checking until the new master
- * admits checks for 300 ms (bounded by RECOVER_MS), stop, read the count.
+ * failover — WORKERS concurrent checks for 600 ms, each of its own key, SIGKILL the master, keep checking until the
+ * new master admits checks for 300 ms (bounded by RECOVER_MS), stop; then every acknowledged key is looked at
+ * (cost 0) on the new master: one that shows no charge is a lost charge.
  */
 async function failover(set: SentinelSet, r: Running): Promise<Failover> {
-  const key = `k-${Math.random()}`;
-  let acked = 0;
+  const run = Math.random().toString(36).slice(2);
+  const ackedKeys: string[] = [];
   let unanswered = 0;
   let killedAt = 0;
   let ackedBeforeKill = 0;
   let recoveredAt = 0;
   let stop = false;
+  let n = 0;
   const worker = async (): Promise<void> => {
     while (!stop) {
       const sentAt = performance.now();
+      const key = `${run}-${n++}`;
       const c = await check(r, 'count', key);
       if (c.kind === 'ok') {
-        acked++;
+        ackedKeys.push(key);
         if (killedAt > 0 && sentAt > killedAt && recoveredAt === 0) recoveredAt = performance.now();
       } else if (c.kind === 'unavailable' || c.kind === 'error') {
         unanswered++;
@@ -98,7 +99,7 @@ async function failover(set: SentinelSet, r: Running): Promise<Failover> {
   };
   const workers = Array.from({ length: WORKERS }, worker);
   await sleep(600);
-  ackedBeforeKill = acked;
+  ackedBeforeKill = ackedKeys.length;
   const oldMaster = set.masterPort();
   killedAt = performance.now();
   await (set.master.port === oldMaster ? set.master : set.replica).kill();
@@ -107,11 +108,18 @@ async function failover(set: SentinelSet, r: Running): Promise<Failover> {
   if (recoveredAt !== 0) await sleep(300);
   stop = true;
   await Promise.all(workers);
-  assert.ok(recoveredAt !== 0, `the service did not follow the new master within ${RECOVER_MS} ms (acked ${acked}, unanswered ${unanswered}; killed ${oldMaster}, the Sentinels report ${set.masterPort()})`);
-  const peek = await check(r, 'count', key, 0);
-  assert.equal(peek.kind, 'ok');
-  const stored = LIMIT - peek.remaining;
-  return { acked, ackedBeforeKill, unanswered, stored, lost: acked - stored, recoveredMs: Math.round(recoveredAt - killedAt), newMaster: set.masterPort() };
+  assert.ok(recoveredAt !== 0, `the service did not follow the new master within ${RECOVER_MS} ms (acked ${ackedKeys.length}, unanswered ${unanswered}; killed ${oldMaster}, the Sentinels report ${set.masterPort()})`);
+  let lost = 0;
+  let next = 0;
+  const look = async (): Promise<void> => {
+    while (next < ackedKeys.length) {
+      const peek = await check(r, 'count', ackedKeys[next++], 0);
+      assert.equal(peek.kind, 'ok');
+      if (peek.remaining === LIMIT) lost++;
+    }
+  };
+  await Promise.all(Array.from({ length: WORKERS }, look));
+  return { acked: ackedKeys.length, ackedBeforeKill, unanswered, lost, recoveredMs: Math.round(recoveredAt - killedAt), newMaster: set.masterPort() };
 }
 
 /** exactAfter — from the promotion on, counts are exact: 5 admitted then refused on a fresh key; `more` charges add exactly that many. */
@@ -174,8 +182,9 @@ describe('Redis Sentinel: follow a failover, exact from the promotion on, lost c
       t.diagnostic(`no WAIT: ${JSON.stringify(f)}`);
       process.stderr.write(`sentinel failover, no WAIT: ${JSON.stringify(f)}\n`);
       assert.notEqual(f.newMaster, plain.master.port);
-      // the new master never holds more than was charged: acked ones plus those the store gave up on
-      assert.ok(f.stored <= f.acked + f.unanswered, JSON.stringify(f));
+      // replication is asynchronous: what the master acknowledged in its last moments may not have reached the
+      // replica; the number is measured (docs/redis.md), and it is at most the writes of the last instants
+      assert.ok(f.lost <= f.acked, JSON.stringify(f));
       await exactAfter(r);
     } finally {
       await r.close();
@@ -190,7 +199,6 @@ describe('Redis Sentinel: follow a failover, exact from the promotion on, lost c
       const shortfalls = store.waitShortfalls;
       t.diagnostic(`WAIT 1: ${JSON.stringify({ ...f, shortfalls })}`);
       process.stderr.write(`sentinel failover, WAIT 1 100 ms: ${JSON.stringify({ ...f, shortfalls })}\n`);
-      assert.ok(f.stored <= f.acked + f.unanswered, JSON.stringify(f));
       assert.ok(f.lost <= shortfalls, `lost ${f.lost} charges with only ${shortfalls} WAIT timeouts: ${JSON.stringify(f)}`);
       // the promoted master has no replica left: WAIT times out (100 ms) on every charge, and says so
       const before = store.waitShortfalls;
