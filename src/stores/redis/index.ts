@@ -307,6 +307,8 @@ export class RedisStore implements Store {
           if (!inFlight) process.nextTick(flush);
         }
         return Promise.all([p, next.promise]).then(([reply, acked]) => {
+          // a WAIT that failed (the connection dropped) leaves the write's replication unknown: not acknowledged
+          if (acked < 0) throw new StoreUnavailableError('WAIT did not answer: the write may not be replicated');
           if (acked < w.replicas) this.waitShortfalls++;
           return reply;
         });
@@ -906,7 +908,8 @@ export class RedisBound implements BoundStore {
       budget.pending++;
       store.cork();
       const sent = store.evalshaBuffer(this.script.sha, redisKey, now === undefined ? undefined : String(now), cost === 1 ? '1' : String(cost), deadlineOf(budget, call.at, store.timeout));
-      (store.waitFor === undefined ? sent : store.waitFor(sent))
+      // a look (cost 0) writes nothing: no WAIT
+      (store.waitFor === undefined || cost === 0 ? sent : store.waitFor(sent))
         .then((reply) => call.answer(reply as Buffer), (e: unknown) => call.error(e));
     });
   }
@@ -915,7 +918,7 @@ export class RedisBound implements BoundStore {
   retry(call: Check): void {
     const { key, cost, now } = call;
     const sent = this.store.evalBuffer(this.script.text, this.redisKey(key), now === undefined ? undefined : String(now), cost === 1 ? '1' : String(cost), deadlineOf(call.budget, call.at, this.store.timeout));
-    (this.store.waitFor === undefined ? sent : this.store.waitFor(sent))
+    (this.store.waitFor === undefined || cost === 0 ? sent : this.store.waitFor(sent))
       .then((reply) => call.answer(reply as Buffer), (e: unknown) => call.error(e, true));
   }
 
