@@ -261,7 +261,8 @@ async function openStore(options: ServeOptions, log: (line: string) => void): Pr
     await waitReady(client as never, timeout, plan.secrets, plan.connect.mode === 'sentinel');
   } catch (e) {
     if (!(e instanceof RedisConnectError) || e.reason === 'unreachable' || e.reason === 'sentinel') {
-      log(`ratekeeper: redis: ${plan.describe} is not ready within ${timeout} ms (${redactSecrets(e instanceof Error ? e.message : String(e), plan.secrets)}); serving by the failure policy (${options.onStoreError ?? 'memory'}) until it answers`);
+      const why = e instanceof RedisConnectError ? e.message : `not ready within ${timeout} ms (${redactSecrets(e instanceof Error ? e.message : String(e), plan.secrets)})`;
+      log(`ratekeeper: redis: ${plan.describe}: ${why}; serving by the failure policy (${options.onStoreError ?? 'memory'}) until it answers`);
     } else {
       client.disconnect();
       const why = e.reason === 'auth' ? `Redis refused the password (${plan.passwordFrom})`
