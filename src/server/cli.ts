@@ -147,7 +147,8 @@ export function serveOptions(argv: string[], env: NodeJS.ProcessEnv): ServeOptio
   let redisSentinel = redisConnect.sentinels;
   let redisSentinelMaster = redisConnect.sentinelMaster;
   let redisSocket: string | undefined;
-  if ([redis, redisCluster, redisSentinel].filter((x) => x !== undefined).length > 1) throw new ServeUsageError('give one of --redis, --redis-cluster and --redis-sentinel');
+  const given = ([['--redis', redis], ['--redis-cluster', redisCluster], ['--redis-sentinel', redisSentinel]] as const).filter(([, v]) => v !== undefined).map(([n]) => n);
+  if (given.length > 1) throw new ServeUsageError(`give ${given.join(' or ')}, not ${given.length === 2 ? 'both' : 'several'}: one Redis deployment`);
   if (redis === undefined && redisCluster === undefined && redisSentinel === undefined) {
     const t = redisTarget(env, ServeUsageError);
     redis = t.redis;

@@ -40,7 +40,7 @@ test('--redis-sentinel goes with --redis-sentinel-master; one of --redis, --redi
   const o = opts(['--redis-sentinel', 'a:26379,b:26379', '--redis-sentinel-master', 'm', '--redis-sentinel-auth', 'u:sp']);
   assert.deepEqual(plan(o).connect.sentinel, { name: 'm', username: 'u', password: 'sp' });
   assert.throws(() => opts(['--redis-sentinel', 'a:26379']), /go together/);
-  assert.throws(() => opts(['--redis', 'h:1', '--redis-sentinel', 'a:1', '--redis-sentinel-master', 'm']), /give one of/);
+  assert.throws(() => opts(['--redis', 'h:1', '--redis-sentinel', 'a:1', '--redis-sentinel-master', 'm']), /give --redis or --redis-sentinel, not both/);
 });
 
 test('REDIS_AUTH is a password or user:password (split at the first colon); a URL\'s own credentials win', () => {
