@@ -253,12 +253,19 @@ async function openStore(options: ServeOptions, log: (line: string) => void): Pr
     throw new RatekeeperError('serve: a Redis store needs the ioredis package: npm install ioredis');
   });
   const { redisStore } = await import('../stores/redis/index.js');
-  const { createClient, waitReady, RedisConnectError } = await import('../stores/redis/connect.js');
+  const { createClient, waitReady, tlsHandshake, RedisConnectError } = await import('../stores/redis/connect.js');
   const common = { maxRetriesPerRequest: 1, enableOfflineQueue: true, lazyConnect: false };
   const client = createClient(ioredis as never, plan.connect, common) as unknown as InstanceType<typeof ioredis.Redis>;
   const timeout = plan.connect.connectTimeout ?? 10_000;
   try {
-    await waitReady(client as never, timeout, plan.secrets, plan.connect.mode === 'sentinel');
+    const ready = waitReady(client as never, timeout, plan.secrets, plan.connect.mode === 'sentinel');
+    if (plan.connect.mode === 'sentinel' && plan.connect.tls !== undefined) {
+      // ioredis hides why a Sentinel refused TLS ("Connection is closed"): a handshake of our own names it
+      ready.catch(() => undefined);
+      const why = await tlsHandshake(plan.connect.nodes[0], plan.connect.tls, timeout);
+      if (why !== undefined) throw new RedisConnectError('tls', `a Sentinel (${plan.connect.nodes[0].host}:${plan.connect.nodes[0].port}): ${why}`);
+    }
+    await ready;
   } catch (e) {
     if (!(e instanceof RedisConnectError) || e.reason === 'unreachable' || e.reason === 'sentinel') {
       const why = e instanceof RedisConnectError ? e.message : `not ready within ${timeout} ms (${redactSecrets(e instanceof Error ? e.message : String(e), plan.secrets)})`;

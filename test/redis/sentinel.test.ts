@@ -4,7 +4,8 @@
  * Sentinels), checks under load through the HTTP front, the master SIGKILLed. The service follows the promoted
  * replica by itself; from the promotion on every count is exact; and the charges acknowledged before the kill but
  * missing on the new master (replication is asynchronous) are counted and reported — then again with WAIT 1, where
- * only a WAIT that timed out can lose one. Takes ~25 s (two Sentinel sets, started together, ~7 s).
+ * only a WAIT that timed out can lose one; and a set speaking only TLS. Takes ~25–35 s (three Sentinel sets, started
+ * together, ~8 s).
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
@@ -14,6 +15,7 @@ import { uniquePrefix } from '../support/redis-suite.js';
 import { startService, type Running, type ServeOptions } from '../../src/server/serve.js';
 import { serveOptions } from '../../src/server/cli.js';
 import { http } from '../server/procs.js';
+import { makeCerts, type Certs } from '../support/tls.js';
 import { configFile } from '../server/support.js';
 import type { RedisStore } from '../../src/stores/redis/index.js';
 
@@ -137,15 +139,34 @@ async function exactAfter(r: Running, more = 40): Promise<void> {
 describe('Redis Sentinel: follow a failover, exact from the promotion on, lost charges counted', () => {
   let plain: SentinelSet;
   let waited: SentinelSet;
+  let secure: SentinelSet;
+  let certs: Certs;
   before(async () => {
-    [plain, waited] = await Promise.all([
+    certs = makeCerts();
+    [plain, waited, secure] = await Promise.all([
       SentinelSet.start({ requirepass: PW, sentinelPass: SPW }),
       SentinelSet.start({ requirepass: PW, sentinelPass: SPW }),
+      SentinelSet.start({ requirepass: PW, sentinelPass: SPW, tls: { cert: certs.serverCert, key: certs.serverKey, ca: certs.ca, clients: 'no' } }),
     ]);
   });
   after(async () => {
     await plain?.stop();
     await waited?.stop();
+    await secure?.stop();
+  });
+
+  test('over TLS (the Sentinels and the servers speak only TLS): rediss:// Sentinels and the CA serve; a wrong CA is a startup error', async () => {
+    const sentinels = secure.sentinelAddresses.map((a) => `rediss://${a}`).join(',');
+    const r = await startService(options(['--redis-sentinel', sentinels, '--redis-sentinel-master', secure.name, '--redis-sentinel-auth', SPW, '--redis-tls-ca', certs.ca], { REDIS_AUTH: PW }));
+    try {
+      assert.match(r.store, /^redis sentinel master rkmaster via rediss:\/\/127\.0\.0\.1:\d+,/);
+      await exactAfter(r, 5);
+    } finally {
+      await r.close();
+    }
+    const e = await startService(options(['--redis-sentinel', sentinels, '--redis-sentinel-master', secure.name, '--redis-sentinel-auth', SPW, '--redis-tls-ca', certs.otherCa], { REDIS_AUTH: PW }))
+      .then((x) => x.close().then(() => assert.fail('started')), (err: Error) => err);
+    assert.match((e as Error).message, /TLS connection to Redis failed \(trusting --redis-tls-ca/);
   });
 
   test("startup: envoy's REDIS_TYPE=sentinel form serves; a wrong Sentinel password or master name is a startup error naming it", async () => {

@@ -4,7 +4,7 @@
  * password refused, a certificate not trusted) from a server that is merely not there yet. The caller passes the
  * ioredis module (an optional peer dependency: loaded by whoever needs it) and owns the client.
  */
-import type { ConnectionOptions } from 'node:tls';
+import { connect as tlsConnect, type ConnectionOptions } from 'node:tls';
 import { redactSecrets } from '../../core/redact.js';
 
 /** RedisNode — one address: host and TCP port. */
@@ -175,5 +175,26 @@ export function waitReady(client: IoredisClient, timeout: number, secrets: reado
     client.on('ready', onReady);
     client.on('error', onError);
     client.on('node error', onError);
+  });
+}
+
+/**
+ * tlsHandshake — undefined when a TLS handshake with `node` under `tls` succeeds within `timeout` ms, else why not (a
+ * network error or a timeout: also undefined, that is not TLS's to say). ioredis reports a Sentinel it could not
+ * reach over TLS only as "Connection is closed": the service shakes hands with the first Sentinel itself to name
+ * the certificate problem.
+ */
+export function tlsHandshake(node: RedisNode, tls: ConnectionOptions, timeout: number): Promise<string | undefined> {
+  return new Promise((resolve) => {
+    const sock = tlsConnect({ ...tls, host: node.host, port: node.port, servername: /^[\d.]+$|:/.test(node.host) ? undefined : node.host });
+    const done = (why: string | undefined): void => {
+      clearTimeout(timer);
+      sock.destroy();
+      resolve(why);
+    };
+    const timer = setTimeout(() => done(undefined), timeout);
+    timer.unref();
+    sock.once('secureConnect', () => done(undefined));
+    sock.once('error', (e: Error & { code?: string }) => done(classify(e) === 'tls' ? e.message : undefined));
   });
 }
