@@ -41,7 +41,8 @@ export class EventHub {
   private timer: NodeJS.Timeout | undefined;
   private count = 0;
 
-  constructor(readonly max: number) {}
+  /** shown — how a key is written into the stream (AdminOptions.logKeys); undefined: as the client sent it. */
+  constructor(readonly max: number, private readonly shown?: (key: string) => string) {}
 
   /** size — the tails open now. */
   get size(): number {
@@ -121,7 +122,9 @@ export class EventHub {
         continue;
       }
       let out = '';
-      for (const e of w.read()) out += `event: decision\ndata: ${safeJson({ limiter: w.name, ...e })}\n\n`;
+      const shown = this.shown;
+      // the events are the observer's own objects (other watches read them too): the shown key goes in the copy
+      for (const e of w.read()) out += `event: decision\ndata: ${safeJson(shown === undefined ? { limiter: w.name, ...e } : { limiter: w.name, ...e, key: shown(e.key) })}\n\n`;
       text.set(l, out);
     }
     const now = Date.now();

@@ -11,6 +11,7 @@ import type { KeyOf } from './api.js';
 
 export type { KeyOf } from './api.js';
 import { EventHub } from './events.js';
+import { keyViewer, type KeyView } from './keys.js';
 
 /**
  * Limiters — the named limiters the admin works on: a Map, a plain object, or a function returning them now (re-read
@@ -76,13 +77,21 @@ export interface AdminOptions {
    * same serialized events, so the cost of a decision's event does not grow with them, but each is a socket. @default 64
    */
   maxEventClients?: number;
+  /**
+   * logKeys — how client keys appear in the change log and the live tail (`GET /admin/events`): `plain`, `hash`
+   * (`sha256:` + 12 hex digits, or `hmac:` with `logKeysSecret`) or `redact` (keys.ts). The API's answers keep the real
+   * keys: an operator acts on them. @default 'plain'
+   */
+  logKeys?: KeyView;
+  /** logKeysSecret — the HMAC key of `logKeys: 'hash'` (without it: plain SHA-256, reversible for guessable keys). */
+  logKeysSecret?: string;
 }
 
 /** AdminHandler — a node:http request handler; `next` (Express, Connect) is called for paths it does not serve. */
 export type AdminHandler = (req: IncomingMessage, res: ServerResponse, next?: (err?: unknown) => void) => void;
 
 /** ADMIN_OPTIONS — the names adminHandler's options may have (serveAdmin's add host and port). */
-export const ADMIN_OPTIONS: ReadonlySet<string> = new Set(['limiters', 'token', 'config', 'log', 'allowedHosts', 'maxEventClients']);
+export const ADMIN_OPTIONS: ReadonlySet<string> = new Set(['limiters', 'token', 'config', 'log', 'allowedHosts', 'maxEventClients', 'logKeys', 'logKeysSecret']);
 
 /** MIN_TOKEN — the shortest token accepted, characters: a bearer token is a password for blocking anyone. */
 export const MIN_TOKEN = 16;
@@ -127,7 +136,9 @@ export function adminHandler(options: AdminOptions): AdminHandler {
   }
   const maxEventClients = options.maxEventClients ?? 64;
   if (!Number.isSafeInteger(maxEventClients) || maxEventClients < 0) throw new RatekeeperError(`adminHandler.maxEventClients must be an integer >= 0, got ${show(options.maxEventClients)}`);
-  const hub = new EventHub(maxEventClients);
+  /** shown — how a key is written out (logKeys), undefined: as it is. */
+  const shown = keyViewer(options.logKeys ?? 'plain', options.logKeysSecret);
+  const hub = new EventHub(maxEventClients, shown);
   const expected = token === undefined ? undefined : digest(token);
   const who = token === undefined ? 'loopback' : `token:${digest(token).toString('hex').slice(0, 8)}`;
   const assets = loadAssets();
@@ -149,6 +160,10 @@ export function adminHandler(options: AdminOptions): AdminHandler {
 
   const changed = (req: IncomingMessage, c: api.Change): void => {
     const e: AdminLogEntry = { time: new Date().toISOString(), who, from: req.socket.remoteAddress, ...c };
+    if (shown !== undefined) {
+      e.key = shown(e.key);
+      if (e.keys !== undefined) e.keys = Object.fromEntries(Object.entries(e.keys).map(([l, k]) => [l, shown(k)]));
+    }
     try {
       log(e);
     } catch {

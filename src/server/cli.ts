@@ -9,6 +9,8 @@ import { show } from '../core/errors.js';
 import { configCheck } from './config/index.js';
 import type { OnStoreError, ServeOptions } from './serve.js';
 import { REDIS_FLAGS, REDIS_HELP, redisFlags, redisTarget } from './redisOptions.js';
+import { parseLogFormat, parseLogLevel } from './log.js';
+import { KEY_VIEWS, type KeyView } from '../admin/keys.js';
 
 export const SERVE_HELP = `ratekeeper serve — the rate limit service: Envoy's RLS v3 over gRPC, envoyproxy/ratelimit's POST /json,
 the native POST /v1/check, GET /v1/auth (nginx auth_request), GET /healthcheck and GET /metrics; state in memory
@@ -57,6 +59,15 @@ ${REDIS_HELP}  -- end redis connection --
   --admin-allowed-hosts H  comma-separated Host names the admin listener answers besides its own address
                            (name or name:port; others get 421)          RATEKEEPER_ADMIN_ALLOWED_HOSTS
   --admin-max-event-clients N  live tails open at once (503 past it)   RATEKEEPER_ADMIN_MAX_EVENT_CLIENTS   default: 64
+
+Logs:
+  --log-level LEVEL        debug, info, warn or error                  LOG_LEVEL               default: info
+  --log-format FORMAT      text, or json: one object per line with @timestamp, level, @message and fields
+                                                                       LOG_FORMAT              default: text
+  --log-keys MODE          client keys in logs and the admin's live tail: plain, hash (sha256: + 12 hex)
+                           or redact (the admin API keeps them)        RATEKEEPER_LOG_KEYS     default: plain
+  --log-keys-secret TEXT   makes hash an HMAC (guessable keys: IPs, ids) RATEKEEPER_LOG_KEYS_SECRET
+
   --help, -h               this text
 
 The configuration is reloaded within a second of a change (a Kubernetes ConfigMap's symlink swap included); a bad
@@ -124,6 +135,9 @@ export function serveOptions(argv: string[], env: NodeJS.ProcessEnv): ServeOptio
         // -- redis connection (helper C) --
         ...REDIS_FLAGS,
         // -- end redis connection --
+        // -- logs --
+        'log-level': { type: 'string' }, 'log-format': { type: 'string' }, 'log-keys': { type: 'string' }, 'log-keys-secret': { type: 'string' },
+        // -- end logs --
         help: { type: 'boolean', short: 'h' },
       },
     });
@@ -199,7 +213,37 @@ export function serveOptions(argv: string[], env: NodeJS.ProcessEnv): ServeOptio
   if (allowed !== undefined) o.adminAllowedHosts = allowed.split(',').map((h) => h.trim()).filter(Boolean);
   const maxTails = int(f['admin-max-event-clients'] ?? env.RATEKEEPER_ADMIN_MAX_EVENT_CLIENTS, '--admin-max-event-clients', 0);
   if (maxTails !== undefined) o.adminMaxEventClients = maxTails;
+  // -- logs: flags, then envoyproxy/ratelimit's LOG_LEVEL and LOG_FORMAT (settings.go), then ours --
+  logOptions(o, f, env);
+  // -- end logs --
   return o;
+}
+
+/** logOptions — --log-level, --log-format, --log-keys and --log-keys-secret (or their environment) into `o`. */
+function logOptions(o: ServeOptions, f: Record<string, string | boolean | undefined>, env: NodeJS.ProcessEnv): void {
+  const usage = <T>(read: () => T): T => {
+    try {
+      return read();
+    } catch (e) {
+      throw new ServeUsageError((e as Error).message.replace(/^ratekeeper: /, ''));
+    }
+  };
+  const level = f['log-level'] as string | undefined;
+  const levelEnv = set(env.LOG_LEVEL);
+  if (level !== undefined) o.logLevel = usage(() => parseLogLevel(level, '--log-level'));
+  else if (levelEnv !== undefined) o.logLevel = usage(() => parseLogLevel(levelEnv, 'LOG_LEVEL'));
+  const format = f['log-format'] as string | undefined;
+  const formatEnv = set(env.LOG_FORMAT);
+  if (format !== undefined) o.logFormat = usage(() => parseLogFormat(format, '--log-format'));
+  else if (formatEnv !== undefined) o.logFormat = usage(() => parseLogFormat(formatEnv, 'LOG_FORMAT'));
+  const keys = (f['log-keys'] as string | undefined) ?? set(env.RATEKEEPER_LOG_KEYS);
+  if (keys !== undefined) {
+    const k = keys.trim().toLowerCase();
+    if (!KEY_VIEWS.includes(k as KeyView)) throw new ServeUsageError(`--log-keys must be plain, hash or redact, got ${show(keys)}`);
+    o.logKeys = k as KeyView;
+  }
+  const secret = nonEmpty(f['log-keys-secret'] as string | undefined, '--log-keys-secret') ?? set(env.RATEKEEPER_LOG_KEYS_SECRET);
+  if (secret !== undefined) o.logKeysSecret = secret;
 }
 
 /** serveCommand — runs the service until SIGTERM or SIGINT; resolves with the exit code. */
@@ -211,17 +255,28 @@ export async function serveCommand(argv: string[]): Promise<number> {
   }
   // the service's dependencies (grpc-js, prom-client) load only once the flags are known to be good
   const { startService } = await import('./serve.js');
-  const running = await startService(o);
+  let running: Awaited<ReturnType<typeof startService>>;
+  try {
+    running = await startService(o);
+  } catch (e) {
+    // a JSON log stays JSON to its last line: the reason the service did not start is one error object
+    if (o.logFormat !== 'json') throw e;
+    const { createLogger } = await import('./log.js');
+    const log = await createLogger({ format: 'json' });
+    log.error(e instanceof Error ? e.message.replace(/^ratekeeper: /, '') : String(e), { event: 'start_failed' });
+    return 1;
+  }
+  const log = running.log;
   return new Promise((resolve) => {
     const stop = (signal: string): void => {
-      process.stderr.write(`ratekeeper: ${signal}: draining\n`);
+      log.info(`${signal}: draining`, { event: 'draining', signal });
       running.close().then(
         () => {
-          process.stderr.write('ratekeeper: stopped\n');
+          log.info('stopped', { event: 'stopped' });
           resolve(0);
         },
         (e: unknown) => {
-          process.stderr.write(`ratekeeper: stopping failed: ${String(e)}\n`);
+          log.error(`stopping failed: ${String(e)}`, { event: 'stop_failed' });
           resolve(1);
         },
       );

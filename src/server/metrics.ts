@@ -82,7 +82,10 @@ export class Metrics {
       registers,
     });
     for (const o of ['success', 'error'] as const) this.configLoads.labels(o);
-    if (options.defaultMetrics !== false) collectDefaultMetrics({ register: this.registry });
+    if (options.defaultMetrics !== false) {
+      collectDefaultMetrics({ register: this.registry });
+      dropMisnamedDefaults(this.registry);
+    }
   }
 
   /**
@@ -152,7 +155,7 @@ export class Metrics {
     }
     if (!this.overflowed) {
       this.overflowed = true;
-      this.log?.(`ratekeeper: metrics: ${this.maxSeries} metric keys made of request values (detailed_metric, value_to_metric) are counted; new ones are counted under limit="${OVERFLOW}" (--metrics-max-series; ratekeeper_metric_series_overflow_total counts them)`);
+      this.log?.(`metrics: ${this.maxSeries} metric keys made of request values (detailed_metric, value_to_metric) are counted; new ones are counted under limit="${OVERFLOW}" (--metrics-max-series; ratekeeper_metric_series_overflow_total counts them)`);
     }
     return false;
   }
@@ -203,4 +206,17 @@ function outcomeOf(d: Decision, allowed: boolean, limit: number, remaining: numb
   }
   if (!allowed) return d.reason === 'dry-run' ? 'shadow_mode' : 'over_limit';
   return limit - remaining > Math.floor(limit * NEAR) ? 'near_limit' : 'within_limit';
+}
+
+/**
+ * dropMisnamedDefaults — removes prom-client's default metrics that `promtool check metrics` rejects: gauges named
+ * `*_total` (`nodejs_active_handles_total`, `nodejs_active_requests_total`, `nodejs_active_resources_total`: "non-counter
+ * metrics should not have _total suffix"). Nothing is lost: each is the sum over `type` of its unsuffixed twin
+ * (`sum(nodejs_active_handles)`). prom-client has no option to rename or skip single default metrics.
+ */
+function dropMisnamedDefaults(registry: Registry): void {
+  for (const m of registry.getMetricsAsArray()) {
+    const { name, type } = m as unknown as { name: string; type: string };
+    if (name.endsWith('_total') && type !== 'counter') registry.removeSingleMetric(name);
+  }
 }

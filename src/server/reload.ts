@@ -108,7 +108,7 @@ export class ConfigWatcher {
         const sig = await this.settle(seen);
         if (sig === undefined || sig === this.last) continue;
         this.last = sig;
-        await this.options.reload().catch((e: unknown) => this.options.log(`ratekeeper: config reload rejected, the previous configuration keeps serving: ${(e as Error)?.message ?? String(e)}`));
+        await this.options.reload().catch((e: unknown) => this.options.log(`config reload rejected, the previous configuration keeps serving: ${(e as Error)?.message ?? String(e)}`));
       } while (this.again && !this.closed);
     } finally {
       this.busy = false;

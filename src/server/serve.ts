@@ -12,6 +12,10 @@ import type { StoreHealth } from '../stores/redis/health.js';
 import { GrpcFront } from './grpc.js';
 import { ConfigWatcher } from './reload.js';
 import { listenFailed } from './listeners.js';
+import { createLogger, type LogFormat, type Logger, type LogLevel } from './log.js';
+import { describeStore } from './redact.js';
+import { StoreWatch } from './storeWatch.js';
+import type { KeyView } from '../admin/keys.js';
 import { redisPlan, type RedisFlags } from './redisOptions.js';
 import { redactSecrets } from '../core/redact.js';
 
@@ -88,7 +92,21 @@ export interface ServeOptions {
   adminAllowedHosts?: string[];
   /** adminMaxEventClients — live tails (`/admin/events`) open at once; one more gets 503. @default 64 */
   adminMaxEventClients?: number;
+  // -- logs (issue 16 item 5) --
+  /** logLevel — the lowest level written (LOG_LEVEL). @default 'info' */
+  logLevel?: LogLevel;
+  /** logFormat — `text`, or `json`: one object per line with envoyproxy/ratelimit's field names (log.ts). @default 'text' */
+  logFormat?: LogFormat;
+  /**
+   * logKeys — how client keys appear in the logs and the admin's live tail: `plain`, `hash` or `redact`
+   * (admin/keys.ts); the admin API's answers keep the real keys. @default 'plain'
+   */
+  logKeys?: KeyView;
+  /** logKeysSecret — the HMAC key of logKeys `hash` (RATEKEEPER_LOG_KEYS_SECRET). */
+  logKeysSecret?: string;
+  /** log — receives every log line (text or JSON, without its newline). @default a write to stderr */
   log?: (line: string) => void;
+  // -- end logs --
 }
 
 /** Running — a started service. */
@@ -105,28 +123,34 @@ export interface Running {
   reload(): Promise<void>;
   /** close — stops accepting calls, answers those in flight, closes the store's connections. */
   close(): Promise<void>;
+  /** log — the service's logger (the drain's lines go through it too). */
+  log: Logger;
 }
 
 /** startService — loads the configuration, connects the store and opens the listeners; logs one line per listener. */
 export async function startService(options: ServeOptions): Promise<Running> {
-  const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
+  const logger = await createLogger({ level: options.logLevel, format: options.logFormat, sink: options.log, keys: options.logKeys, keysSecret: options.logKeysSecret });
   const host = options.host ?? '127.0.0.1';
-  const metrics = new Metrics({ maxSeries: options.metricsMaxSeries, log });
+  const metrics = new Metrics({ maxSeries: options.metricsMaxSeries, log: (l) => logger.warn(l, { event: 'metrics_overflow' }) });
   const cfg = await loadConfig(options.config).catch((e: unknown) => {
     metrics.configLoaded(false);
     throw e;
   });
   metrics.configLoaded(true, cfg.loadedAt);
   const withAdmin = options.adminPort !== undefined && options.adminPort >= 0;
-  const { store, close: closeStore, healthy: storeHealthy, describe: storeText } = await openStore(options, log);
-  log(`ratekeeper: store ${storeText}${storeText === 'memory' ? '' : `, on failure: ${options.onStoreError ?? 'memory'}`}`);
+  const { store, close: closeStore, healthy: storeHealthy, describe: storeText } = await openStore(options, logger);
+  const described = describeStore(options, storeText);
+  logger.info(`store: ${described.text}`, { event: 'store', ...described.fields });
   const service = new RateLimitService({
     store, metrics, responseHeaders: options.responseHeaders, shadowMode: options.shadowMode, denialCache: options.denialCache,
     observe: withAdmin,
   });
   service.setConfig(cfg);
   let shown = configText(cfg.files);
-  log(`ratekeeper: config ${options.config}: ${cfg.files.length} file(s), ${cfg.domains.length} domain(s), ${cfg.limits.length} limit(s), ${cfg.policies.size} polic${cfg.policies.size === 1 ? 'y' : 'ies'}`);
+  logger.info(`config ${options.config}: ${cfg.files.length} file(s), ${cfg.domains.length} domain(s), ${cfg.limits.length} limit(s), ${cfg.policies.size} polic${cfg.policies.size === 1 ? 'y' : 'ies'}`, {
+    event: 'config', path: options.config, files: cfg.files.length, domains: cfg.domains.length, limits: cfg.limits.length, policies: cfg.policies.size,
+  });
+  if (logger.enabled('debug')) for (const d of cfg.domains) logger.debug(`config: domain ${d}`, { event: 'config_domain', domain: d });
 
   // a reload reads, parses and validates in a worker thread, builds the new limiters in slices between checks, then
   // swaps the configuration in one step: the one in force serves until then (one reload at a time)
@@ -142,31 +166,33 @@ export async function startService(options: ServeOptions): Promise<Running> {
       const { kept, carried, fresh } = service.commit(await service.prepare(next));
       shown = configText(next.files);
       metrics.configLoaded(true, next.loadedAt);
-      log(`ratekeeper: config reloaded: ${next.limits.length} limit(s), ${next.policies.size} policies; ${kept} kept their state, ${carried} carried it to new rules, ${fresh} start fresh`);
+      logger.info(`config reloaded: ${next.limits.length} limit(s), ${next.policies.size} policies; ${kept} kept their state, ${carried} carried it to new rules, ${fresh} start fresh`, {
+        event: 'config_reloaded', limits: next.limits.length, policies: next.policies.size, kept, carried, fresh,
+      });
     } catch (e) {
       metrics.configLoaded(false);
       throw e;
     }
   };
-  const watcher = new ConfigWatcher({ path: options.config, reload, pollMs: options.reloadPollMs, quietMs: options.reloadQuietMs, log });
+  const watcher = new ConfigWatcher({ path: options.config, reload, pollMs: options.reloadPollMs, quietMs: options.reloadQuietMs, log: (l) => logger.warn(l, { event: 'config_rejected' }) });
   await watcher.start();
 
   let http: HttpFront | undefined;
   let grpcFront: GrpcFront | undefined;
   try {
     if ((options.port ?? 8080) >= 0) {
-      http = new HttpFront({ service, metrics, healthy: storeHealthy, log, requestTimeout: options.requestTimeout });
+      http = new HttpFront({ service, metrics, healthy: storeHealthy, log: (l) => logger.error(l), requestTimeout: options.requestTimeout });
       const p = await http.listen(host, options.port ?? 8080).catch((e: unknown) => {
         throw listenFailed(e, 'http', hostPort(host, options.port ?? 8080));
       });
-      log(`ratekeeper: http listening on ${hostPort(host, p)} (POST /json, POST /v1/check, GET /v1/auth, GET /healthcheck, GET /metrics)`);
+      logger.info(`http listening on ${hostPort(host, p)} (POST /json, POST /v1/check, GET /v1/auth, GET /healthcheck, GET /metrics)`, { event: 'listening', listener: 'http', address: hostPort(host, p) });
     }
     if ((options.grpcPort ?? 8081) >= 0) {
-      grpcFront = new GrpcFront(service, metrics, log, { requestTimeout: options.requestTimeout, maxConcurrentStreams: options.grpcMaxStreams });
+      grpcFront = new GrpcFront(service, metrics, (l) => logger.error(l), { requestTimeout: options.requestTimeout, maxConcurrentStreams: options.grpcMaxStreams });
       const p = await grpcFront.listen(host, options.grpcPort ?? 8081).catch((e: unknown) => {
         throw listenFailed(e, 'grpc', hostPort(host, options.grpcPort ?? 8081));
       });
-      log(`ratekeeper: grpc listening on ${hostPort(host, p)} (envoy.service.ratelimit.v3.RateLimitService)`);
+      logger.info(`grpc listening on ${hostPort(host, p)} (envoy.service.ratelimit.v3.RateLimitService)`, { event: 'listening', listener: 'grpc', address: hostPort(host, p) });
     }
   } catch (e) {
     watcher.close();
@@ -182,11 +208,14 @@ export async function startService(options: ServeOptions): Promise<Running> {
       admin = await serveAdmin({
         limiters: () => service.limiters(), host: options.adminHost ?? '127.0.0.1', port: options.adminPort, token: options.adminToken,
         allowedHosts: options.adminAllowedHosts ?? [], maxEventClients: options.adminMaxEventClients ?? 64,
+        // logs: the live tail shows keys as the logs do; each change is one line (its key shown so too, by the handler)
+        logKeys: options.logKeys, logKeysSecret: options.logKeysSecret,
+        log: (e) => logger.info(`admin: ${e.what} ${JSON.stringify(e.key)} on ${e.limiters.join(', ') || 'no limiter'} by ${e.who}${e.for === undefined ? '' : ` for ${e.for} ms`}${e.reason === undefined ? '' : ` (${e.reason})`}`, { event: 'admin', ...e }),
         config: () => ({ text: shown, loadedAt: service.config?.loadedAt ?? 0, files: service.config?.files ?? [] }),
       }).catch((e: unknown) => {
         throw e instanceof RatekeeperError ? e : listenFailed(e, 'admin', hostPort(options.adminHost ?? '127.0.0.1', options.adminPort ?? 6070));
       });
-      log(`ratekeeper: admin listening on ${admin.url} (the dashboard; GET /admin/top, /admin/keys/:key, /admin/blocks …)`);
+      logger.info(`admin listening on ${admin.url} (the dashboard; GET /admin/top, /admin/keys/:key, /admin/blocks …)`, { event: 'listening', listener: 'admin', address: admin.url });
     } catch (e) {
       watcher.close();
       await Promise.all([http?.close(0), grpcFront?.close(0)]);
@@ -196,7 +225,7 @@ export async function startService(options: ServeOptions): Promise<Running> {
   }
   let closing: Promise<void> | undefined;
   return {
-    service, metrics, reload, store: storeText,
+    service, metrics, reload, log: logger, store: storeText,
     httpPort: http?.port, grpcPort: grpcFront?.port, adminUrl: admin?.url,
     close: () => (closing ??= (async () => {
       watcher.close();
@@ -239,7 +268,7 @@ interface OpenedStore {
  * flag or variable; a server that does not answer in time is logged and the service starts on its failure policy
  * (it connects when the server comes).
  */
-async function openStore(options: ServeOptions, log: (line: string) => void): Promise<OpenedStore> {
+async function openStore(options: ServeOptions, logger: Logger): Promise<OpenedStore> {
   const r: RedisFlags = options.redisConnect ?? { from: {} };
   const cluster = options.redisCluster !== undefined && options.redisCluster.length > 0 ? options.redisCluster : undefined;
   const sentinels = options.redisSentinel !== undefined && options.redisSentinel.length > 0 ? options.redisSentinel : undefined;
@@ -269,7 +298,7 @@ async function openStore(options: ServeOptions, log: (line: string) => void): Pr
   } catch (e) {
     if (!(e instanceof RedisConnectError) || e.reason === 'unreachable' || e.reason === 'sentinel') {
       const why = e instanceof RedisConnectError ? e.message : `not ready within ${timeout} ms (${redactSecrets(e instanceof Error ? e.message : String(e), plan.secrets)})`;
-      log(`ratekeeper: redis: ${plan.describe}: ${why}; serving by the failure policy (${options.onStoreError ?? 'memory'}) until it answers`);
+      logger.warn(`redis: ${plan.describe}: ${why}; serving by the failure policy (${options.onStoreError ?? 'memory'}) until it answers`, { event: 'redis_not_ready' });
     } else {
       client.disconnect();
       const why = e.reason === 'auth' ? `Redis refused the password (${plan.passwordFrom})`
@@ -279,21 +308,39 @@ async function openStore(options: ServeOptions, log: (line: string) => void): Pr
       throw new RatekeeperError(`serve: ${plan.describe}: ${why}: ${e.message}`);
     }
   }
+  // the client's errors are debug lines (at most one per 5 s): the store watch says once that a server is down
   let lastLogged = 0;
   client.on('error', (e: Error) => {
     const now = Date.now();
-    if (now - lastLogged > 5000) {
+    if (now - lastLogged > 5000 && logger.enabled('debug')) {
       lastLogged = now;
-      log(`ratekeeper: redis: ${redactSecrets(e.message, plan.secrets)}`);
+      logger.debug(`redis: ${redactSecrets(e.message, plan.secrets)}`, { event: 'redis_error', error: redactSecrets(e.message, plan.secrets) });
     }
   });
   const onError = options.onStoreError ?? 'memory';
   const wait = r.waitReplicas !== undefined ? { replicas: r.waitReplicas, timeout: r.waitTimeout ?? 50 } : undefined;
   const store = redisStore({ client, prefix: options.prefix, onError, timeout: options.storeTimeout, fallbackMaxKeys: options.maxKeys, ...(wait ? { wait } : {}) });
+  const standalone = plan.connect.mode === 'cluster' ? undefined : (describeStore(options).fields.url ?? plan.describe);
+  const watch = new StoreWatch({ read: () => store.health(), log: logger, name: (n) => (n === 'redis' && standalone !== undefined ? standalone : n), onStoreError: onError });
+  watch.start();
+  // the client's word on its connections: a close dates an outage, a ready connection is looked at now (a Cluster:
+  // per master, named as the probe names it, host:port)
+  if (standalone !== undefined) {
+    client.on('close', () => watch.lost('redis'));
+    client.on('ready', () => watch.back('redis'));
+  } else {
+    client.on('+node', (node: { options?: { host?: string; port?: number }; on(e: string, f: () => void): void }) => {
+      const name = `${node.options?.host ?? '?'}:${node.options?.port ?? '?'}`;
+      node.on('close', () => watch.lost(name));
+      node.on('ready', () => watch.back(name));
+      watch.poke();
+    });
+  }
   return {
     store,
     describe: plan.describe,
     close: async () => {
+      watch.close();
       await store.close?.();
       client.disconnect();
     },
@@ -321,4 +368,4 @@ export function healthText(ok: boolean, h: StoreHealth): string {
   return lines.join('\n') + '\n';
 }
 
-export { parseRedisUrl, describeStore } from './redisOptions.js';
+export { parseRedisUrl } from './redisOptions.js';

@@ -84,7 +84,7 @@ describe('Redis over TLS with a password (standalone)', () => {
     try {
       await checks(r);
       assert.equal(r.store, `redis rediss://127.0.0.1:${server.port} (auth)`);
-      assert.ok(log.some((l) => l.includes(`store redis rediss://127.0.0.1:${server.port} (auth)`)), log.join('\n'));
+      assert.ok(log.some((l) => l.includes(`store: redis rediss://:***@127.0.0.1:${server.port}`)), log.join('\n'));
       assert.ok(!log.join('\n').includes(PASSWORD), log.join('\n'));
       const h = await http(r.httpPort!, 'GET', '/healthcheck', undefined, { timeoutMs: 5000 });
       assert.equal(h.status, 200);
