@@ -26,6 +26,7 @@ const HELP = `ratekeeper — rate limiting that does not forgive a persistent ab
 Usage:
   ratekeeper serve --config PATH [options]       the rate limit service (see ratekeeper serve --help)
   ratekeeper config check PATH                   validate a service configuration
+  ratekeeper health [--url URL]                  ask a running service's /healthcheck (exit 0 on a 200, else 1)
   ratekeeper simulate <scenario> [--out DIR] [--rules LIMITS [--algorithm NAME]]... [--half-life DURATION]
   ratekeeper simulate --trace FILE.csv --rules LIMITS [--algorithm NAME] [--half-life DURATION] [--out DIR]
   ratekeeper demo [--port 6070] [--http-port N] [--grpc-port N] [--seconds N]
@@ -35,6 +36,7 @@ Commands:
   serve          the limiter service: Envoy's RLS v3 (gRPC), POST /json, POST /v1/check, GET /v1/auth, the admin
                  API and dashboard; memory or Redis                             (ratekeeper serve --help)
   config check   validate a service configuration and summarize its limits   (ratekeeper config --help)
+  health         ask a running service's /healthcheck: the image's HEALTHCHECK (ratekeeper health --help)
   simulate       replay requests through rules on a virtual clock → a plot (SVG) and a CSV of every decision
                                                                               (ratekeeper simulate --help)
   demo           the service with simulated traffic and the operators' dashboard (ratekeeper demo --help)
@@ -252,9 +254,10 @@ function version(): string {
 
 async function main(argv: string[]): Promise<number> {
   // the service's commands parse their own flags, and load the service's dependencies only when run
-  if (argv[0] === 'serve' || argv[0] === 'config') {
+  if (argv[0] === 'serve' || argv[0] === 'config' || argv[0] === 'health') {
     const server = await import('./server/cli.js');
     try {
+      if (argv[0] === 'health') return await (await import('./server/probe.js')).healthCommand(argv.slice(1));
       return await (argv[0] === 'serve' ? server.serveCommand(argv.slice(1)) : server.configCommand(argv.slice(1)));
     } catch (e) {
       if (e instanceof server.ServeUsageError) usage(e.message);
@@ -311,7 +314,7 @@ async function main(argv: string[]): Promise<number> {
     process.stderr.write(HELP);
     return 2;
   }
-  if (command !== 'simulate') usage(`unknown command ${show(command)}: use serve, config, simulate, demo or help`);
+  if (command !== 'simulate') usage(`unknown command ${show(command)}: use serve, config, health, simulate, demo or help`);
   return simulateCommand(rest, flags);
 }
 

@@ -1,4 +1,6 @@
 import { createServer, type Server } from 'node:http';
+import { createServer as createSecureServer } from 'node:https';
+import type { TlsOptions } from 'node:tls';
 import type { AddressInfo } from 'node:net';
 import { checkOptions } from '../core/options.js';
 import { RatekeeperError, show } from '../core/errors.js';
@@ -13,6 +15,11 @@ export interface ServeAdminOptions extends AdminOptions {
   port?: number;
   /** token — the bearer token. @default process.env.RATEKEEPER_ADMIN_TOKEN */
   token?: string;
+  /**
+   * tls — serve HTTPS: node's TLS server options (cert, key; ca with requestCert and rejectUnauthorized for mTLS).
+   * The certificate can be swapped later with `server.setSecureContext`. Absent: plain HTTP.
+   */
+  tls?: TlsOptions;
 }
 
 /** AdminServer — a running admin listener: its URL (the dashboard's) and how to stop it. */
@@ -29,7 +36,7 @@ export interface AdminServer {
  * block or exempt clients).
  */
 /** SERVE_ADMIN_OPTIONS — the names serveAdmin's options may have. */
-const SERVE_ADMIN_OPTIONS: ReadonlySet<string> = new Set([...ADMIN_OPTIONS, 'host', 'port']);
+const SERVE_ADMIN_OPTIONS: ReadonlySet<string> = new Set([...ADMIN_OPTIONS, 'host', 'port', 'tls']);
 
 export async function serveAdmin(options: ServeAdminOptions): Promise<AdminServer> {
   if (typeof options !== 'object' || options === null) throw new RatekeeperError(`serveAdmin takes an options object like { limiters }, got ${show(options)}`);
@@ -43,10 +50,11 @@ export async function serveAdmin(options: ServeAdminOptions): Promise<AdminServe
   if (token === undefined && !isLoopback(host)) {
     throw new RatekeeperError(`the admin listener on ${host} is not loopback: give it a token (serveAdmin({ token }) or RATEKEEPER_ADMIN_TOKEN), or listen on 127.0.0.1`);
   }
-  const { host: _host, port: _port, ...handlerOptions } = options;
+  if (options.tls !== undefined && (typeof options.tls !== 'object' || options.tls === null)) throw new RatekeeperError(`serveAdmin.tls must be TLS server options like { cert, key }, got ${show(options.tls)}`);
+  const { host: _host, port: _port, tls, ...handlerOptions } = options;
   // its own listener: the Host is checked with a token too (the listener's address, or the names configured)
   const handler = adminHandler({ ...handlerOptions, token, allowedHosts: options.allowedHosts ?? [] });
-  const server = createServer((req, res) => handler(req, res));
+  const server: Server = tls === undefined ? createServer((req, res) => handler(req, res)) : createSecureServer(tls, (req, res) => handler(req, res));
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(port, host, () => {
@@ -62,7 +70,7 @@ export async function serveAdmin(options: ServeAdminOptions): Promise<AdminServe
   const shown = a.family === 'IPv6' ? `[${a.address}]` : a.address;
   return {
     server,
-    url: `http://${shown}:${a.port}/`,
+    url: `${tls === undefined ? 'http' : 'https'}://${shown}:${a.port}/`,
     close: () => new Promise<void>((resolve) => {
       server.close(() => resolve());
       server.closeAllConnections();

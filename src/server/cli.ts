@@ -11,6 +11,7 @@ import type { OnStoreError, ServeOptions } from './serve.js';
 import { REDIS_FLAGS, REDIS_HELP, redisFlags, redisTarget } from './redisOptions.js';
 import { parseLogFormat, parseLogLevel } from './log.js';
 import { KEY_VIEWS, type KeyView } from '../admin/keys.js';
+import type { TlsFiles } from './tls.js';
 
 export const SERVE_HELP = `ratekeeper serve — the rate limit service: Envoy's RLS v3 over gRPC, envoyproxy/ratelimit's POST /json,
 the native POST /v1/check, GET /v1/auth (nginx auth_request), GET /healthcheck and GET /metrics; state in memory
@@ -59,6 +60,9 @@ ${REDIS_HELP}  -- end redis connection --
   --admin-allowed-hosts H  comma-separated Host names the admin listener answers besides its own address
                            (name or name:port; others get 421)          RATEKEEPER_ADMIN_ALLOWED_HOSTS
   --admin-max-event-clients N  live tails open at once (503 past it)   RATEKEEPER_ADMIN_MAX_EVENT_CLIENTS   default: 64
+  --grpc-reflection on|off gRPC server reflection (grpcurl list/describe); grpc.health.v1 is always on
+                                                                       RATEKEEPER_GRPC_REFLECTION  default: on
+  --help, -h               this text
 
 Logs:
   --log-level LEVEL        debug, info, warn or error                  LOG_LEVEL               default: info
@@ -68,7 +72,22 @@ Logs:
                            or redact (the admin API keeps them)        RATEKEEPER_LOG_KEYS     default: plain
   --log-keys-secret TEXT   makes hash an HMAC (guessable keys: IPs, ids) RATEKEEPER_LOG_KEYS_SECRET
 
-  --help, -h               this text
+
+TLS (every listener takes the --tls-* files unless it has its own --http-tls-*, --grpc-tls-* or --admin-tls-*;
+--<listener>-tls-cert off keeps that listener plain, --<listener>-tls-client-ca off drops mTLS there; the files
+are re-read when they change, a Kubernetes Secret's symlink swap included: new connections get the new certificate,
+open ones keep theirs, and a bad new file keeps the previous certificate and is logged):
+  --tls-cert FILE          the server's certificate chain (PEM)        RATEKEEPER_TLS_CERT
+  --tls-key FILE           its private key (PEM, unencrypted)          RATEKEEPER_TLS_KEY
+  --tls-client-ca FILE     mTLS: clients must present a certificate signed by one of these CAs (PEM),
+                           else they are refused at the handshake     RATEKEEPER_TLS_CLIENT_CA
+  --tls-client-san NAME    mTLS: … whose subjectAltName names NAME (a DNS name or an IP)
+                                                                       RATEKEEPER_TLS_CLIENT_SAN
+  --http-tls-cert FILE, --http-tls-key FILE, --http-tls-client-ca FILE, --http-tls-client-san NAME
+  --admin-tls-cert FILE, --admin-tls-key FILE, --admin-tls-client-ca FILE, --admin-tls-client-san NAME
+  --grpc-tls-cert FILE, --grpc-tls-key FILE, --grpc-tls-client-ca FILE, --grpc-tls-client-san NAME
+                           envoyproxy/ratelimit's names for the gRPC listener: GRPC_SERVER_USE_TLS=true with
+                           GRPC_SERVER_TLS_CERT, GRPC_SERVER_TLS_KEY, GRPC_CLIENT_TLS_CACERT, GRPC_CLIENT_TLS_SAN
 
 The configuration is reloaded within a second of a change (a Kubernetes ConfigMap's symlink swap included); a bad
 one is rejected whole, logged and counted, and the previous one keeps serving. SIGTERM and SIGINT stop accepting
@@ -138,6 +157,7 @@ export function serveOptions(argv: string[], env: NodeJS.ProcessEnv): ServeOptio
         // -- logs --
         'log-level': { type: 'string' }, 'log-format': { type: 'string' }, 'log-keys': { type: 'string' }, 'log-keys-secret': { type: 'string' },
         // -- end logs --
+        ...TLS_FLAGS,
         help: { type: 'boolean', short: 'h' },
       },
     });
@@ -216,6 +236,7 @@ export function serveOptions(argv: string[], env: NodeJS.ProcessEnv): ServeOptio
   // -- logs: flags, then envoyproxy/ratelimit's LOG_LEVEL and LOG_FORMAT (settings.go), then ours --
   logOptions(o, f, env);
   // -- end logs --
+  Object.assign(o, tlsOptions(f as Record<string, string | undefined>, env));
   return o;
 }
 
@@ -245,6 +266,110 @@ function logOptions(o: ServeOptions, f: Record<string, string | boolean | undefi
   const secret = nonEmpty(f['log-keys-secret'] as string | undefined, '--log-keys-secret') ?? set(env.RATEKEEPER_LOG_KEYS_SECRET);
   if (secret !== undefined) o.logKeysSecret = secret;
 }
+
+// --- TLS, gRPC health and reflection (issue 16 items 3 and 4) ---
+
+/** TLS_LISTENERS — the listeners that can speak TLS, each with its own --<name>-tls-* flags. */
+const TLS_LISTENERS = ['http', 'grpc', 'admin'] as const;
+const TLS_PARTS = ['cert', 'key', 'client-ca', 'client-san'] as const;
+
+/** TLS_FLAGS — --tls-cert …, --<listener>-tls-cert … and --grpc-reflection, all strings (this block's flags). */
+const TLS_FLAGS: Record<string, { type: 'string' }> = Object.fromEntries(
+  ['', ...TLS_LISTENERS.map((l) => `${l}-`)].flatMap((l) => TLS_PARTS.map((p) => [`${l}tls-${p}`, { type: 'string' as const }])).concat([['grpc-reflection', { type: 'string' }]]),
+);
+
+/** OFF — the value that turns a listener's TLS (or its mTLS) off where a default would apply. */
+const OFF = /^(off|none)$/i;
+
+/** goBool — a boolean as envoyproxy/ratelimit reads one (Go's strconv.ParseBool); anything else is refused. */
+function goBool(value: string | undefined, name: string): boolean | undefined {
+  if (value === undefined || value === '') return undefined;
+  if (/^(1|t|true)$/i.test(value)) return true;
+  if (/^(0|f|false)$/i.test(value)) return false;
+  throw new ServeUsageError(`${name} must be true or false, got ${show(value)}`);
+}
+
+/** Found — a value and the flag or environment variable it came from. */
+type Found = { value: string; from: string } | undefined;
+
+/**
+ * tlsOptions — `tls` and `grpcReflection` of ServeOptions. Per listener, each file is looked for in its own flag,
+ * then (gRPC only, with GRPC_SERVER_USE_TLS=true) envoyproxy/ratelimit's variable, then the shared flag, then the
+ * shared variable. The certificate and key come from the same place (a listener's own certificate with the shared
+ * key would be a mismatch waiting to happen); the client CA and SAN are looked for on their own, `off` ending the search.
+ */
+function tlsOptions(f: Record<string, string | undefined>, env: NodeJS.ProcessEnv): Pick<ServeOptions, 'tls' | 'grpcReflection'> {
+  const out: Pick<ServeOptions, 'tls' | 'grpcReflection'> = {};
+  const reflection = f['grpc-reflection'] ?? set(env.RATEKEEPER_GRPC_REFLECTION);
+  if (reflection !== undefined) {
+    if (/^(on|true|1|yes)$/i.test(reflection)) out.grpcReflection = true;
+    else if (/^(off|false|0|no)$/i.test(reflection)) out.grpcReflection = false;
+    else throw new ServeUsageError(`--grpc-reflection must be on or off, got ${show(reflection)}`);
+  }
+  const envoyTls = goBool(set(env.GRPC_SERVER_USE_TLS), 'GRPC_SERVER_USE_TLS') === true;
+  const flag = (name: string): Found => {
+    const v = nonEmpty(f[name], `--${name}`);
+    return v === undefined ? undefined : { value: v, from: `--${name}` };
+  };
+  const variable = (name: string, when = true): Found => {
+    const v = when ? set(env[name]) : undefined;
+    return v === undefined ? undefined : { value: v, from: name };
+  };
+  const ENVOY = { cert: 'GRPC_SERVER_TLS_CERT', key: 'GRPC_SERVER_TLS_KEY', 'client-ca': 'GRPC_CLIENT_TLS_CACERT', 'client-san': 'GRPC_CLIENT_TLS_SAN' } as const;
+  const SHARED = { cert: 'RATEKEEPER_TLS_CERT', key: 'RATEKEEPER_TLS_KEY', 'client-ca': 'RATEKEEPER_TLS_CLIENT_CA', 'client-san': 'RATEKEEPER_TLS_CLIENT_SAN' } as const;
+  /** levels — where `part` of listener `l` is looked for, in order. */
+  const levels = (l: typeof TLS_LISTENERS[number], part: typeof TLS_PARTS[number]): (() => Found)[] => [
+    () => flag(`${l}-tls-${part}`),
+    () => (l === 'grpc' ? variable(ENVOY[part], envoyTls) : undefined),
+    () => flag(`tls-${part}`),
+    () => variable(SHARED[part]),
+  ];
+  const first = (l: typeof TLS_LISTENERS[number], part: typeof TLS_PARTS[number]): [Found, number] => {
+    const ls = levels(l, part);
+    for (let i = 0; i < ls.length; i++) {
+      const v = ls[i]();
+      if (v !== undefined) return [v, i];
+    }
+    return [undefined, -1];
+  };
+  const tls: NonNullable<ServeOptions['tls']> = {};
+  for (const l of TLS_LISTENERS) {
+    const [cert, at] = first(l, 'cert');
+    // envoyproxy/ratelimit refuses to start with GRPC_SERVER_USE_TLS and no certificate (its CertProvider panics)
+    if (envoyTls && l === 'grpc' && cert === undefined) throw new ServeUsageError('GRPC_SERVER_USE_TLS=true needs GRPC_SERVER_TLS_CERT and GRPC_SERVER_TLS_KEY (or --grpc-tls-cert and --grpc-tls-key)');
+    const [key, keyAt] = first(l, 'key');
+    if (key !== undefined && (cert === undefined || keyAt < at)) {
+      const wanted = keyAt === 1 ? ENVOY.cert : keyAt === 3 ? SHARED.cert : key.from.replace(/key$/, 'cert');
+      throw new ServeUsageError(`${key.from} needs its certificate: ${wanted} FILE`);
+    }
+    if (cert === undefined || OFF.test(cert.value)) {
+      const ownCa = flag(`${l}-tls-client-ca`) ?? flag(`${l}-tls-client-san`);
+      if (cert === undefined && ownCa !== undefined && !OFF.test(ownCa.value)) throw new ServeUsageError(`${ownCa.from} needs the listener's certificate: --${l}-tls-cert FILE and --${l}-tls-key FILE`);
+      continue;
+    }
+    const keyHere = levels(l, 'key')[at]();
+    if (keyHere === undefined) throw new ServeUsageError(`${cert.from} needs its private key: ${at === 1 ? ENVOY.key : at === 3 ? SHARED.key : cert.from.replace(/cert$/, 'key')} FILE`);
+    const files: TlsFiles = { cert: cert.value, key: keyHere.value, flags: { cert: cert.from, key: keyHere.from } };
+    const [ca] = first(l, 'client-ca');
+    if (ca !== undefined && !OFF.test(ca.value)) {
+      files.clientCa = ca.value;
+      files.flags!.clientCa = ca.from;
+    }
+    const [san] = first(l, 'client-san');
+    if (san !== undefined && !OFF.test(san.value)) {
+      if (files.clientCa === undefined) throw new ServeUsageError(`${san.from} checks client certificates: give the listener a client CA too (--${l}-tls-client-ca FILE or --tls-client-ca FILE)`);
+      files.clientSan = san.value;
+    }
+    tls[l] = files;
+  }
+  if (Object.keys(tls).length > 0) out.tls = tls;
+  else {
+    const shared = flag('tls-client-ca') ?? flag('tls-client-san') ?? variable(SHARED['client-ca']) ?? variable(SHARED['client-san']);
+    if (shared !== undefined) throw new ServeUsageError(`${shared.from} needs a certificate: --tls-cert FILE and --tls-key FILE`);
+  }
+  return out;
+}
+// --- end TLS, gRPC health and reflection ---
 
 /** serveCommand — runs the service until SIGTERM or SIGINT; resolves with the exit code. */
 export async function serveCommand(argv: string[]): Promise<number> {

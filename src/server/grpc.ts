@@ -1,5 +1,6 @@
 import { existsSync } from 'node:fs';
 import * as http2 from 'node:http2';
+import type { SecureContextOptions, TLSSocket } from 'node:tls';
 import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
@@ -89,6 +90,44 @@ export interface GrpcFrontOptions {
   keepaliveTimeout?: number;
   /** maxConnectionIdle — ms a connection with no call open is kept before it is closed (GOAWAY). @default 300_000 */
   maxConnectionIdle?: number;
+  /** credentials — TLS ({@link tlsCredentials}); absent: plain text. */
+  credentials?: grpc.ServerCredentials;
+  /** secureConnection — called first on each TLS connection once its handshake is done (a client SAN check). */
+  secureConnection?: (socket: TLSSocket) => void;
+}
+
+/** TlsCredentials — gRPC server credentials whose certificate can be swapped (new connections get the new one). */
+export interface TlsCredentials {
+  credentials: grpc.ServerCredentials;
+  /** update — the certificate, key and client CAs new connections get from now on. */
+  update(context: SecureContextOptions): void;
+  /** rotates — whether `update` takes effect (false: this grpc-js cannot swap a server's certificate; restart to rotate). */
+  rotates: boolean;
+}
+
+/**
+ * tlsCredentials — TLS for the gRPC listener: `context` (cert, key, and ca for mTLS), the client certificate demanded
+ * and verified when `mtls`. grpc-js's ServerCredentials hand their context to watchers that call the HTTP/2 server's
+ * setSecureContext (grpc-js >= 1.12 or so: what its FileWatcherCertificateProvider uses); a subclass of it gets
+ * `update`. Its own file watcher would drop every new connection while a rotated file is bad, so files are read here
+ * ({@link TlsSource}) and only good ones handed on. Where ServerCredentials cannot be watched, createSsl (no rotation).
+ */
+export function tlsCredentials(context: SecureContextOptions, mtls: boolean, handshakeTimeout = 10_000): TlsCredentials {
+  const Base = grpc.ServerCredentials as unknown as abstract new (ctor: object | null, ctx?: SecureContextOptions) => grpc.ServerCredentials & { updateSecureContextOptions(o: SecureContextOptions | null): void };
+  if (typeof (grpc.ServerCredentials.prototype as unknown as { _addWatcher?: unknown })._addWatcher !== 'function') {
+    const pair = { cert_chain: context.cert as Buffer, private_key: context.key as Buffer };
+    return { credentials: grpc.ServerCredentials.createSsl((context.ca as Buffer | undefined) ?? null, [pair], mtls), update: () => undefined, rotates: false };
+  }
+  /** Rotating — one listener's credentials: equal only to themselves, so a rebind never mistakes them for others. */
+  class Rotating extends Base {
+    _equals(other: grpc.ServerCredentials): boolean {
+      return other === this;
+    }
+  }
+  // the constructor options go to http2.createSecureServer: a client that opens a connection and never finishes its
+  // handshake holds it handshakeTimeout ms (node's default: 120 s)
+  const c = new Rotating({ requestCert: mtls, rejectUnauthorized: mtls, handshakeTimeout }, context);
+  return { credentials: c, update: (ctx) => c.updateSecureContextOptions(ctx), rotates: true };
 }
 
 /** MAX_MESSAGE — the largest request message, in bytes, inflated size included: grpc-js's default (4 MB). */
@@ -167,9 +206,13 @@ export class GrpcFront {
   /** arrivals — the streams still waiting for their request (undefined when requestTimeout is 0). */
   private readonly arrivals: Arrivals | undefined;
   private readonly requestTimeout: number;
+  private readonly credentials: grpc.ServerCredentials | undefined;
+  private readonly secureConnection: ((socket: TLSSocket) => void) | undefined;
 
   constructor(private readonly service: RateLimitService, private readonly metrics: Metrics | undefined, private readonly log: (line: string) => void, options: GrpcFrontOptions = {}) {
     this.requestTimeout = options.requestTimeout ?? 10_000;
+    this.credentials = options.credentials;
+    this.secureConnection = options.secureConnection;
     this.server = new grpc.Server({
       // 4 MB messages at most, as grpc-js's default, also once inflated: grpc-js stops a gzip/deflate message's
       // inflation past it (RESOURCE_EXHAUSTED); what is under it is scanned before it is decoded (rlsWire.ts)
@@ -286,12 +329,21 @@ export class GrpcFront {
   listen(host: string, port: number): Promise<number> {
     return new Promise((resolve, reject) => {
       const address = host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`;
-      this.server.bindAsync(address, grpc.ServerCredentials.createInsecure(), (err, bound) => {
+      this.server.bindAsync(address, this.credentials ?? grpc.ServerCredentials.createInsecure(), (err, bound) => {
         if (err) {
           reject(err);
           return;
         }
         this.port = bound;
+        const check = this.secureConnection;
+        if (check !== undefined) {
+          const servers = http2ServersOf(this.server);
+          if (servers === undefined || servers.length === 0) {
+            reject(new RatekeeperError('grpc: cannot reach grpc-js\'s HTTP/2 server to check client certificates\' names (tls client SAN)'));
+            return;
+          }
+          for (const s of servers) if (!s.listeners('secureConnection').includes(check)) s.prependListener('secureConnection', check);
+        }
         if (this.arrivals !== undefined) {
           const servers = http2ServersOf(this.server);
           if (servers === undefined || servers.length === 0) this.log('grpc: cannot reach grpc-js\'s HTTP/2 server: requests are not held to requestTimeout');

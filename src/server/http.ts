@@ -1,4 +1,6 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer as createSecureServer } from 'node:https';
+import type { TlsOptions } from 'node:tls';
 import type { Decision } from '../core/types.js';
 import { RatekeeperError } from '../core/errors.js';
 import { seconds } from '../http/headers.js';
@@ -37,6 +39,12 @@ export interface HttpFrontOptions {
    * @default 10_000
    */
   requestTimeout?: number;
+  /**
+   * tls — HTTPS: the secure context and client-certificate options of node's https server (server/tls.ts's
+   * secureOptions); absent: plain HTTP. The certificate is swapped with `server.setSecureContext`. A TLS handshake
+   * must end within requestTimeout (node's default would let a silent connection hold a socket for 120 s).
+   */
+  tls?: TlsOptions;
 }
 
 /**
@@ -54,11 +62,13 @@ export class HttpFront {
 
   constructor(private readonly options: HttpFrontOptions) {
     const timeout = options.requestTimeout ?? 10_000;
-    this.server = createServer({
+    const serverOptions = {
       keepAliveTimeout: 65_000, requestTimeout: timeout, headersTimeout: timeout,
       // how often node looks for requests past their timeout (its default, 30 s, would triple a 10 s timeout)
       connectionsCheckingInterval: Math.max(50, Math.min(1000, timeout / 4)),
-    }, (req, res) => this.handle(req, res));
+    };
+    const handler = (req: IncomingMessage, res: ServerResponse): void => this.handle(req, res);
+    this.server = options.tls === undefined ? createServer(serverOptions, handler) : createSecureServer({ ...serverOptions, handshakeTimeout: timeout, ...options.tls }, handler);
   }
 
   private handle(req: IncomingMessage, res: ServerResponse): void {
@@ -218,11 +228,12 @@ export class HttpFront {
    * auth — the native check for a proxy's sub-request (nginx `auth_request`): the policy, key and cost come in the
    * headers `X-Ratekeeper-Policy`, `X-Ratekeeper-Key` and `X-Ratekeeper-Cost` (no body), and the answer is 200 when
    * admitted and 403 when refused (what auth_request understands), with the RateLimit fields and Retry-After for the
-   * proxy to copy into its 429.
+   * proxy to copy into its 429, and no body: a proxy that does not read the answer's body (Caddy's forward_auth)
+   * closes the connection instead of reusing it, one TCP connection per check. Timed under api="auth".
    */
   private auth(req: IncomingMessage, res: ServerResponse): void {
     this.inFlight++;
-    const done = this.options.metrics?.time('check');
+    const done = this.options.metrics?.time('auth');
     const h = req.headers;
     const one = (name: string): string | undefined => {
       const v = h[name];
@@ -242,9 +253,12 @@ export class HttpFront {
       checkKey(policy, key, 'X-Ratekeeper-Key');
       const d = await this.options.service.check(policy, key, cost);
       this.decisionHeaders(res, policy, d);
-      send(res, d.allowed ? 200 : 403, 'application/json', decisionJson(d));
+      if (res.headersSent) return;
+      res.statusCode = d.allowed ? 200 : 403;
+      res.setHeader('Content-Length', 0);
+      res.end();
     };
-    run().catch((e: unknown) => this.failed(res, 'check', e)).finally(() => {
+    run().catch((e: unknown) => this.failed(res, 'auth', e)).finally(() => {
       done?.(String(res.statusCode));
       this.inFlight--;
     });

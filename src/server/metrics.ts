@@ -7,8 +7,8 @@ export type Outcome = 'within_limit' | 'near_limit' | 'over_limit' | 'shadow_mod
 /** NEAR — envoy's near-limit ratio: a hit that leaves less than 20 % of the limit is near it. */
 const NEAR = 0.8;
 
-/** Api — the front end a call came through, for the latency histogram. */
-export type Api = 'grpc' | 'json' | 'check';
+/** Api — the front end a call came through, for the latency histogram: `check` POST /v1/check, `auth` GET /v1/auth. */
+export type Api = 'grpc' | 'json' | 'check' | 'auth';
 
 /** MetricsOptions — what the registry holds. */
 export interface MetricsOptions {

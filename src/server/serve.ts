@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import type { Server as TlsServer } from 'node:tls';
 import { memoryStore } from '../stores/memory.js';
 import type { AdminServer } from '../admin/serve.js';
 import type { Store } from '../stores/types.js';
@@ -9,13 +10,15 @@ import { RateLimitService } from './service.js';
 import { Metrics } from './metrics.js';
 import { HttpFront, type Health } from './http.js';
 import type { StoreHealth } from '../stores/redis/health.js';
-import { GrpcFront } from './grpc.js';
+import { GrpcFront, tlsCredentials } from './grpc.js';
 import { ConfigWatcher } from './reload.js';
 import { listenFailed } from './listeners.js';
 import { createLogger, type LogFormat, type Logger, type LogLevel } from './log.js';
 import { describeStore } from './redact.js';
 import { StoreWatch } from './storeWatch.js';
 import type { KeyView } from '../admin/keys.js';
+import { GrpcHealth } from './health.js';
+import { contextOptions, describeCert, sanCheck, secureOptions, TlsSource, type TlsFiles } from './tls.js';
 import { redisPlan, type RedisFlags } from './redisOptions.js';
 import { redactSecrets } from '../core/redact.js';
 
@@ -105,6 +108,23 @@ export interface ServeOptions {
   /** logKeysSecret — the HMAC key of logKeys `hash` (RATEKEEPER_LOG_KEYS_SECRET). */
   logKeysSecret?: string;
   /** log — receives every log line (text or JSON, without its newline). @default a write to stderr */
+  // --- TLS, gRPC health and reflection (issue 16 items 3 and 4) ---
+  /**
+   * tls — TLS per listener (`http`, `grpc`, `admin`), each from its files (server/tls.ts: certificate, key, and for
+   * mTLS the client CA and name); a listener without an entry speaks plain text. The files are re-read when they
+   * change (a Kubernetes Secret's symlink swap included): new connections get the new certificate, open ones keep
+   * theirs; a bad rotated file keeps the previous certificate and is logged.
+   */
+  tls?: { http?: TlsFiles; grpc?: TlsFiles; admin?: TlsFiles };
+  /** tlsPollMs — how often the TLS files are looked at (ms); tlsQuietMs — how long a change must settle. @default 1000, 300 */
+  tlsPollMs?: number;
+  tlsQuietMs?: number;
+  /**
+   * grpcReflection — gRPC server reflection on the gRPC listener (grpcurl): off hides the service descriptors.
+   * gRPC health (grpc.health.v1) is always on. @default true
+   */
+  grpcReflection?: boolean;
+  // --- end TLS, gRPC health and reflection ---
   log?: (line: string) => void;
   // -- end logs --
 }
@@ -117,6 +137,10 @@ export interface Running {
   grpcPort: number | undefined;
   /** adminUrl — the dashboard's URL, when the admin listener is on. */
   adminUrl: string | undefined;
+  /** health — the gRPC health service's status (undefined without the gRPC listener or grpc-health-check). */
+  health: GrpcHealth | undefined;
+  /** tls — the TLS sources of the listeners that have one (their material in force, reload counts). */
+  tls: { http?: TlsSource; grpc?: TlsSource; admin?: TlsSource };
   /** store — the store in words, never with a credential: `memory`, `redis rediss://10.0.0.1:6380 (auth)`, `redis sentinel master m via …`. */
   store: string;
   /** reload — loads the configuration now (what the watcher does on a change); rejects when it is bad. */
@@ -174,27 +198,87 @@ export async function startService(options: ServeOptions): Promise<Running> {
       throw e;
     }
   };
+  /** tlsLog — the TLS sources' lines (rotations applied or refused) through the logger. */
+  const tlsLog = (l: string): void => (/not usable|could not/.test(l) ? logger.error(strip(l), { event: 'tls' }) : logger.info(strip(l), { event: 'tls' }));
+  // the TLS files are read (and checked) before anything listens: a bad one is a startup error naming its flag
+  const tls: Running['tls'] = {};
+  const closeTls = (): void => {
+    for (const t of Object.values(tls)) t?.close();
+  };
+  try {
+    for (const name of ['http', 'grpc', 'admin'] as const) {
+      const files = options.tls?.[name];
+      if (files === undefined) continue;
+      if (name === 'http' && (options.port ?? 8080) < 0) continue;
+      if (name === 'grpc' && (options.grpcPort ?? 8081) < 0) continue;
+      if (name === 'admin' && !withAdmin) continue;
+      tls[name] = await TlsSource.open(`the ${name} listener`, files, { pollMs: options.tlsPollMs, quietMs: options.tlsQuietMs, log: tlsLog });
+    }
+  } catch (e) {
+    closeTls();
+    await closeStore();
+    throw e;
+  }
   const watcher = new ConfigWatcher({ path: options.config, reload, pollMs: options.reloadPollMs, quietMs: options.reloadQuietMs, log: (l) => logger.warn(l, { event: 'config_rejected' }) });
   await watcher.start();
 
   let http: HttpFront | undefined;
   let grpcFront: GrpcFront | undefined;
+  let health: GrpcHealth | undefined;
+  /** draining — close() has started: /healthcheck answers 500 and gRPC health NOT_SERVING from then on. */
+  let draining = false;
+  const healthy = (): ReturnType<typeof storeHealthy> => (draining ? { ok: false, text: 'NOT OK\ndraining: the service is stopping' } : storeHealthy());
   try {
     if ((options.port ?? 8080) >= 0) {
-      http = new HttpFront({ service, metrics, healthy: storeHealthy, log: (l) => logger.error(l), requestTimeout: options.requestTimeout });
+      const t = tls.http;
+      http = new HttpFront({ service, metrics, healthy, log: (l) => logger.error(l), requestTimeout: options.requestTimeout, tls: t === undefined ? undefined : secureOptions(t.current) });
+      if (t !== undefined) {
+        const server = http.server as unknown as TlsServer;
+        t.onChange((m) => server.setSecureContext(contextOptions(m)));
+        if (t.files.clientSan !== undefined) server.prependListener('secureConnection', sanCheck(t.files.clientSan));
+      }
       const p = await http.listen(host, options.port ?? 8080).catch((e: unknown) => {
         throw listenFailed(e, 'http', hostPort(host, options.port ?? 8080));
       });
-      logger.info(`http listening on ${hostPort(host, p)} (POST /json, POST /v1/check, GET /v1/auth, GET /healthcheck, GET /metrics)`, { event: 'listening', listener: 'http', address: hostPort(host, p) });
+      logger.info(`http listening on ${hostPort(host, p)}${tlsWords(tls.http)} (POST /json, POST /v1/check, GET /v1/auth, GET /healthcheck, GET /metrics)`, { event: 'listening', listener: 'http', address: hostPort(host, p), tls: t !== undefined });
     }
     if ((options.grpcPort ?? 8081) >= 0) {
-      grpcFront = new GrpcFront(service, metrics, (l) => logger.error(l), { requestTimeout: options.requestTimeout, maxConcurrentStreams: options.grpcMaxStreams });
+      const t = tls.grpc;
+      let credentials;
+      if (t !== undefined) {
+        const c = tlsCredentials(contextOptions(t.current), t.current.ca !== undefined, options.requestTimeout ?? 10_000);
+        if (!c.rotates) logger.warn('tls: this @grpc/grpc-js cannot swap the gRPC listener\'s certificate: restart the service to rotate it', { event: 'tls' });
+        t.onChange((m) => c.update(contextOptions(m)));
+        credentials = c.credentials;
+      }
+      grpcFront = new GrpcFront(service, metrics, (l) => logger.error(l), {
+        requestTimeout: options.requestTimeout, maxConcurrentStreams: options.grpcMaxStreams, credentials,
+        secureConnection: t?.files.clientSan === undefined ? undefined : sanCheck(t.files.clientSan),
+      });
+      health = await GrpcHealth.add(grpcFront.server).catch((e: unknown) => {
+        logger.warn(`${(e as Error).message.replace(/^serve: /, '')}: grpc.health.v1 answers UNIMPLEMENTED`, { event: 'grpc_health' });
+        return undefined;
+      });
+      if (health !== undefined && options.healthCheckStore === true) health.watchStore(async () => {
+        const h = await storeHealthy();
+        return typeof h === 'boolean' ? h : h.ok;
+      });
+      let reflection = false;
+      if (options.grpcReflection !== false) {
+        const { addReflection, healthProtoPath } = await import('./reflection.js');
+        reflection = await addReflection(grpcFront.server, health === undefined ? undefined : await healthProtoPath()).then(() => true, (e: unknown) => {
+          logger.warn(`${(e as Error).message.replace(/^serve: /, '')}: grpcurl needs the .proto files`, { event: 'grpc_reflection' });
+          return false;
+        });
+      }
       const p = await grpcFront.listen(host, options.grpcPort ?? 8081).catch((e: unknown) => {
         throw listenFailed(e, 'grpc', hostPort(host, options.grpcPort ?? 8081));
       });
-      logger.info(`grpc listening on ${hostPort(host, p)} (envoy.service.ratelimit.v3.RateLimitService)`, { event: 'listening', listener: 'grpc', address: hostPort(host, p) });
+      logger.info(`grpc listening on ${hostPort(host, p)}${tlsWords(tls.grpc)} (envoy.service.ratelimit.v3.RateLimitService${health === undefined ? '' : ', grpc.health.v1.Health'}${reflection ? ', grpc.reflection' : ''})`, { event: 'listening', listener: 'grpc', address: hostPort(host, p), tls: t !== undefined });
     }
   } catch (e) {
+    closeTls();
+    health?.drain();
     watcher.close();
     await http?.close(0);
     await grpcFront?.close(0);
@@ -212,11 +296,20 @@ export async function startService(options: ServeOptions): Promise<Running> {
         logKeys: options.logKeys, logKeysSecret: options.logKeysSecret,
         log: (e) => logger.info(`admin: ${e.what} ${JSON.stringify(e.key)} on ${e.limiters.join(', ') || 'no limiter'} by ${e.who}${e.for === undefined ? '' : ` for ${e.for} ms`}${e.reason === undefined ? '' : ` (${e.reason})`}`, { event: 'admin', ...e }),
         config: () => ({ text: shown, loadedAt: service.config?.loadedAt ?? 0, files: service.config?.files ?? [] }),
+        ...(tls.admin === undefined ? {} : { tls: { ...secureOptions(tls.admin.current), handshakeTimeout: options.requestTimeout ?? 10_000 } }),
       }).catch((e: unknown) => {
         throw e instanceof RatekeeperError ? e : listenFailed(e, 'admin', hostPort(options.adminHost ?? '127.0.0.1', options.adminPort ?? 6070));
       });
-      logger.info(`admin listening on ${admin.url} (the dashboard; GET /admin/top, /admin/keys/:key, /admin/blocks …)`, { event: 'listening', listener: 'admin', address: admin.url });
+      const t = tls.admin;
+      if (t !== undefined) {
+        const server = admin.server as unknown as TlsServer;
+        t.onChange((m) => server.setSecureContext(contextOptions(m)));
+        if (t.files.clientSan !== undefined) server.prependListener('secureConnection', sanCheck(t.files.clientSan));
+      }
+      logger.info(`admin listening on ${admin.url}${tlsWords(tls.admin)} (the dashboard; GET /admin/top, /admin/keys/:key, /admin/blocks …)`, { event: 'listening', listener: 'admin', address: admin.url, tls: t !== undefined });
     } catch (e) {
+      closeTls();
+      health?.drain();
       watcher.close();
       await Promise.all([http?.close(0), grpcFront?.close(0)]);
       await closeStore();
@@ -226,8 +319,13 @@ export async function startService(options: ServeOptions): Promise<Running> {
   let closing: Promise<void> | undefined;
   return {
     service, metrics, reload, log: logger, store: storeText,
-    httpPort: http?.port, grpcPort: grpcFront?.port, adminUrl: admin?.url,
+    httpPort: http?.port, grpcPort: grpcFront?.port, adminUrl: admin?.url, health, tls,
     close: () => (closing ??= (async () => {
+      // the drain starts: health checks fail at once (gRPC Watch streams hear NOT_SERVING and end), then the
+      // listeners stop accepting and answer what is in flight
+      draining = true;
+      health?.drain();
+      closeTls();
       watcher.close();
       await Promise.all([http?.close(), grpcFront?.close(), admin?.close()]);
       // each limiter stops sharing its observations; the store they share is closed once, below (Limiter.close closes
@@ -248,6 +346,19 @@ function configText(files: readonly string[]): string {
       return `# file: ${f} (unreadable now)\n`;
     }
   }).join('\n');
+}
+
+/** strip — a line written for the old `log(line)` sinks, without its `ratekeeper: ` prefix (the logger adds it). */
+function strip(line: string): string {
+  return line.replace(/^ratekeeper: /, '');
+}
+
+/** tlsWords — how a listener's log line says it speaks TLS: ` with TLS (certificate …; mTLS: …)`, or nothing. */
+function tlsWords(t: TlsSource | undefined): string {
+  if (t === undefined) return '';
+  const f = t.files;
+  const mtls = f.clientCa === undefined ? '' : `; mTLS: client certificates signed by ${f.clientCa}${f.clientSan === undefined ? '' : ` naming ${f.clientSan}`}`;
+  return ` with TLS (${describeCert(t.current)}${mtls}; files re-read when they change)`;
 }
 
 function hostPort(host: string, port: number): string {

@@ -1,0 +1,85 @@
+/**
+ * server/probe — `ratekeeper health`: asks a running service's GET /healthcheck and exits 0 on a 200, 1 otherwise
+ * (another status, no answer in time, nothing listening). It is the container image's HEALTHCHECK: the image has no
+ * curl, and node is already there. Only node:http: it loads none of the service's dependencies.
+ */
+import { request } from 'node:http';
+import { parseArgs } from 'node:util';
+import { show } from '../core/errors.js';
+import { ServeUsageError } from './cli.js';
+
+export const HEALTH_HELP = `ratekeeper health — asks a running service's /healthcheck: exit 0 on a 200, 1 otherwise
+
+Usage:
+  ratekeeper health [--url URL] [--timeout MS]
+
+Options:
+  --url URL        the health check to ask     default: http://127.0.0.1:$PORT/healthcheck ($PORT, else 8080)
+  --timeout MS     ms to wait for the answer   default: 2000
+  --help, -h       this text
+`;
+
+/** ProbeOptions — where to ask and how long to wait. */
+export interface ProbeOptions {
+  url: string;
+  /** timeout — ms for the whole answer. */
+  timeout: number;
+}
+
+/** probeOptions — ProbeOptions from the flags and the environment (PORT, as `ratekeeper serve` reads it). */
+export function probeOptions(argv: string[], env: NodeJS.ProcessEnv): ProbeOptions | 'help' {
+  let parsed;
+  try {
+    parsed = parseArgs({ args: argv, strict: true, allowPositionals: false, options: { url: { type: 'string' }, timeout: { type: 'string' }, help: { type: 'boolean', short: 'h' } } });
+  } catch (e) {
+    throw new ServeUsageError(`${(e as Error).message} (see ratekeeper health --help)`);
+  }
+  const f = parsed.values;
+  if (f.help) return 'help';
+  const port = env.PORT !== undefined && /^\d{1,5}$/.test(env.PORT) ? env.PORT : '8080';
+  const url = f.url ?? `http://127.0.0.1:${port}/healthcheck`;
+  let parsedUrl: URL;
+  try {
+    parsedUrl = new URL(url);
+  } catch {
+    throw new ServeUsageError(`--url must be an http:// URL, got ${show(url)}`);
+  }
+  if (parsedUrl.protocol !== 'http:') throw new ServeUsageError(`--url must be an http:// URL, got ${show(url)}`);
+  const timeout = f.timeout === undefined ? 2000 : Number(f.timeout);
+  if (!Number.isInteger(timeout) || timeout < 1) throw new ServeUsageError(`--timeout must be an integer >= 1 (ms), got ${show(f.timeout)}`);
+  return { url, timeout };
+}
+
+/** probe — GET `url`: the status (0 when nothing answered in time) and the body's first line. */
+export function probe(o: ProbeOptions): Promise<{ status: number; text: string }> {
+  return new Promise((resolve) => {
+    const req = request(o.url, { method: 'GET', timeout: o.timeout, headers: { connection: 'close' } }, (res) => {
+      let text = '';
+      res.setEncoding('utf8').on('data', (s: string) => {
+        if (text.length < 4096) text += s;
+      });
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, text }));
+      res.on('error', (e) => resolve({ status: 0, text: e.message }));
+    });
+    req.on('timeout', () => req.destroy(new Error(`no answer within ${o.timeout} ms`)));
+    req.on('error', (e) => resolve({ status: 0, text: e.message }));
+    req.end();
+  });
+}
+
+/** healthCommand — `ratekeeper health`: 0 healthy, 1 not (the reason on stderr). */
+export async function healthCommand(argv: string[]): Promise<number> {
+  const o = probeOptions(argv, process.env);
+  if (o === 'help') {
+    process.stdout.write(HEALTH_HELP);
+    return 0;
+  }
+  const r = await probe(o);
+  const first = r.text.split('\n', 1)[0];
+  if (r.status === 200) {
+    process.stdout.write(`${o.url}: 200 ${first}\n`);
+    return 0;
+  }
+  process.stderr.write(`ratekeeper: ${o.url}: ${r.status === 0 ? r.text : `${r.status} ${first}`}\n`);
+  return 1;
+}
