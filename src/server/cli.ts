@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { show } from '../core/errors.js';
 import { configCheck } from './config/index.js';
 import type { OnStoreError, ServeOptions } from './serve.js';
+import { REDIS_FLAGS, REDIS_HELP, redisFlags, redisTarget } from './redisOptions.js';
 import { parseLogFormat, parseLogLevel } from './log.js';
 import { KEY_VIEWS, type KeyView } from '../admin/keys.js';
 import type { TlsFiles } from './tls.js';
@@ -26,9 +27,12 @@ Options (environment variable used when the flag is absent):
   --host HOST              the address both listeners bind             HOST                    default: 127.0.0.1
   --port N                 HTTP port (off: no HTTP listener)            PORT                    default: 8080
   --grpc-port N            gRPC port (off: no gRPC listener)            GRPC_PORT               default: 8081
-  --redis URL              Redis: redis://host:port or host:port       REDIS_URL (with REDIS_TYPE=single)
+  --redis URL              Redis: redis://host:port, rediss://… (TLS) or host:port
+                           (user:password@ in the URL)                 REDIS_URL (with REDIS_TYPE=single)
   --redis-cluster URLS     Redis Cluster: some nodes, comma-separated  REDIS_URL (with REDIS_TYPE=cluster)
-                           (neither: the embedded memory store, for one instance)
+                           (none of these: the embedded memory store, for one instance)
+  -- redis connection (helper C) --
+${REDIS_HELP}  -- end redis connection --
   --prefix TEXT            Redis key prefix                            CACHE_KEY_PREFIX        default: rk:
   --on-store-error MODE    when Redis fails: deny, allow, or memory    RATEKEEPER_ON_STORE_ERROR  default: memory
                            (decide on a local memory store until Redis answers again)
@@ -147,6 +151,9 @@ export function serveOptions(argv: string[], env: NodeJS.ProcessEnv): ServeOptio
         'admin-port': { type: 'string' }, 'admin-host': { type: 'string' }, 'admin-token': { type: 'string' },
         'metrics-max-series': { type: 'string' },
         'admin-allowed-hosts': { type: 'string' }, 'admin-max-event-clients': { type: 'string' },
+        // -- redis connection (helper C) --
+        ...REDIS_FLAGS,
+        // -- end redis connection --
         // -- logs --
         'log-level': { type: 'string' }, 'log-format': { type: 'string' }, 'log-keys': { type: 'string' }, 'log-keys-secret': { type: 'string' },
         // -- end logs --
@@ -169,13 +176,22 @@ export function serveOptions(argv: string[], env: NodeJS.ProcessEnv): ServeOptio
   }
   let redis = nonEmpty(f.redis, '--redis');
   let redisCluster = nonEmpty(f['redis-cluster'], '--redis-cluster')?.split(',').map((s) => s.trim()).filter(Boolean);
-  if (redis !== undefined && redisCluster !== undefined) throw new ServeUsageError('give --redis or --redis-cluster, not both');
-  if (redis === undefined && redisCluster === undefined && env.REDIS_URL) {
-    const type = (set(env.REDIS_TYPE) ?? 'single').toLowerCase();
-    if (type === 'cluster') redisCluster = env.REDIS_URL.split(',').map((s) => s.trim()).filter(Boolean);
-    else if (type === 'single') redis = env.REDIS_URL;
-    else throw new ServeUsageError(`REDIS_TYPE must be single or cluster, got ${show(env.REDIS_TYPE)}`);
+  // -- redis connection (helper C) --
+  const redisConnect = redisFlags(f as Record<string, string | boolean | undefined>, env, ServeUsageError);
+  let redisSentinel = redisConnect.sentinels;
+  let redisSentinelMaster = redisConnect.sentinelMaster;
+  let redisSocket: string | undefined;
+  const given = ([['--redis', redis], ['--redis-cluster', redisCluster], ['--redis-sentinel', redisSentinel]] as const).filter(([, v]) => v !== undefined).map(([n]) => n);
+  if (given.length > 1) throw new ServeUsageError(`give ${given.join(' or ')}, not ${given.length === 2 ? 'both' : 'several'}: one Redis deployment`);
+  if (redis === undefined && redisCluster === undefined && redisSentinel === undefined) {
+    const t = redisTarget(env, ServeUsageError);
+    redis = t.redis;
+    redisCluster = t.cluster;
+    redisSentinel = t.sentinels;
+    redisSentinelMaster = t.master;
+    redisSocket = t.socketPath;
   }
+  // -- end redis connection --
   const timeout = int(f['store-timeout'] ?? env.RATEKEEPER_STORE_TIMEOUT, '--store-timeout', 1);
   const maxKeys = int(f['max-keys'], '--max-keys', 1);
   const requestTimeout = int(f['request-timeout'] ?? set(env.RATEKEEPER_REQUEST_TIMEOUT), '--request-timeout', 1);
@@ -193,6 +209,12 @@ export function serveOptions(argv: string[], env: NodeJS.ProcessEnv): ServeOptio
   if (healthCheckStore !== undefined) o.healthCheckStore = healthCheckStore;
   if (redis !== undefined) o.redis = redis;
   if (redisCluster !== undefined) o.redisCluster = redisCluster;
+  // -- redis connection (helper C) --
+  if (redisSentinel !== undefined) o.redisSentinel = redisSentinel;
+  if (redisSentinelMaster !== undefined) o.redisSentinelMaster = redisSentinelMaster;
+  if (redisSocket !== undefined) o.redisSocket = redisSocket;
+  o.redisConnect = redisConnect;
+  // -- end redis connection --
   const prefix = f.prefix ?? set(env.CACHE_KEY_PREFIX);
   if (prefix !== undefined) o.prefix = prefix;
   if (onStoreError !== undefined) o.onStoreError = onStoreError;

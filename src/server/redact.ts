@@ -1,8 +1,10 @@
 /**
- * server/redact — the store as the service names it in logs, without its credentials. (Helper E's version, built for
- * the logs from what exists: memory, redis, cluster. Where the shared redaction of Redis URLs lands from the TLS and
- * Sentinel work, `redactUrl` and `describeStore` should use it and name sentinel too.)
+ * server/redact — the store as the service names it in logs, without its credentials: URLs are masked by the one
+ * shared function (src/core/redact.ts); a Sentinel set or a unix socket is named by the connection plan
+ * (src/server/redisOptions.ts describeStore).
  */
+
+import { redactUrl as maskUrl } from '../core/redact.js';
 
 /**
  * redactUrl — a Redis URL with its password replaced by `***` (the user name kept: it says which ACL user connects,
@@ -13,20 +15,14 @@
 export function redactUrl(url: string): string {
   const hasScheme = /^[a-z][a-z0-9+.-]*:\/\//i.test(url);
   if (!hasScheme) return url.includes('@') ? '(a Redis address with credentials, not shown)' : url;
-  let u: URL;
-  try {
-    u = new URL(url);
-  } catch {
-    return url.includes('@') ? '(a Redis address with credentials, not shown)' : url;
-  }
-  if (u.password !== '') u.password = '***';
-  return u.toString();
+  // the one masking of URL credentials (src/core/redact.ts), also used by the Redis connection's errors
+  return maskUrl(url);
 }
 
 /** StoreDescription — what the startup line says of the store: the words, and the same as fields. */
 export interface StoreDescription {
   text: string;
-  fields: { store: 'memory' | 'redis' | 'cluster'; url?: string; nodes?: string[]; maxKeys?: number; onStoreError?: string };
+  fields: { store: 'memory' | 'redis' | 'cluster' | 'sentinel'; url?: string; nodes?: string[]; maxKeys?: number; onStoreError?: string };
 }
 
 /**
@@ -34,7 +30,7 @@ export interface StoreDescription {
  * `memory (in this process; up to 1000000 clients)`, `redis redis://10.0.0.5:6379 (failure policy: memory)`,
  * `redis cluster redis://10.0.0.5:7000, redis://10.0.0.6:7000 (failure policy: deny)`.
  */
-export function describeStore(o: { redis?: string; redisCluster?: string[]; maxKeys?: number; onStoreError?: string }): StoreDescription {
+export function describeStore(o: { redis?: string; redisCluster?: string[]; redisSentinel?: string[]; redisSocket?: string; maxKeys?: number; onStoreError?: string }, planned?: string): StoreDescription {
   const policy = o.onStoreError ?? 'memory';
   const what: Record<string, string> = {
     memory: 'memory: decide on a local memory store until Redis answers again',
@@ -42,6 +38,11 @@ export function describeStore(o: { redis?: string; redisCluster?: string[]; maxK
     allow: 'allow: admit every request until Redis answers again',
   };
   const why = what[policy] ?? policy;
+  // a Sentinel set or a unix socket: the words of the connection plan (src/server/redisOptions.ts describeStore)
+  if ((o.redisSentinel !== undefined && o.redisSentinel.length > 0) || o.redisSocket !== undefined) {
+    const text = planned ?? (o.redisSocket !== undefined ? `redis unix:${o.redisSocket}` : `redis sentinel via ${o.redisSentinel!.map(redactUrl).join(',')}`);
+    return { text: `${text} (failure policy ${why})`, fields: { store: o.redisSocket !== undefined ? 'redis' : 'sentinel', url: text, onStoreError: policy } };
+  }
   if (o.redisCluster !== undefined && o.redisCluster.length > 0) {
     const nodes = o.redisCluster.map(redactUrl);
     return { text: `redis cluster ${nodes.join(', ')} (failure policy ${why})`, fields: { store: 'cluster', nodes, onStoreError: policy } };

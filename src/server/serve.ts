@@ -3,7 +3,7 @@ import type { Server as TlsServer } from 'node:tls';
 import { memoryStore } from '../stores/memory.js';
 import type { AdminServer } from '../admin/serve.js';
 import type { Store } from '../stores/types.js';
-import { RatekeeperError, show } from '../core/errors.js';
+import { RatekeeperError } from '../core/errors.js';
 import { loadConfig } from './config/index.js';
 import { loadConfigOffThread } from './config/offThread.js';
 import { RateLimitService } from './service.js';
@@ -20,6 +20,8 @@ import { StoreWatch } from './storeWatch.js';
 import type { KeyView } from '../admin/keys.js';
 import { GrpcHealth } from './health.js';
 import { contextOptions, describeCert, sanCheck, secureOptions, TlsSource, type TlsFiles } from './tls.js';
+import { redisPlan, type RedisFlags } from './redisOptions.js';
+import { redactSecrets } from '../core/redact.js';
 
 /** OnStoreError — the failure policy when Redis does not answer (the Redis store's `onError`). */
 export type OnStoreError = 'deny' | 'allow' | 'memory';
@@ -33,9 +35,18 @@ export interface ServeOptions {
   port?: number;
   /** grpcPort — Envoy's RLS v3. @default 8081 */
   grpcPort?: number;
-  /** redis — a Redis URL (redis://host:port or host:port); redisCluster — the URLs of some cluster nodes. Neither: memory. */
+  /**
+   * redis — a Redis URL (redis://host:port, rediss://host:port for TLS, or host:port; credentials as user:pass@);
+   * redisCluster — the URLs of some cluster nodes; redisSentinel — the Sentinels (host:port each) watching the master
+   * named redisSentinelMaster; redisSocket — a unix socket's path. None: memory.
+   */
   redis?: string;
   redisCluster?: string[];
+  redisSentinel?: string[];
+  redisSentinelMaster?: string;
+  redisSocket?: string;
+  /** redisConnect — TLS files, passwords, the first connection's bound and WAIT (src/server/redisOptions.ts). */
+  redisConnect?: RedisFlags;
   /** prefix — the Redis key prefix. @default 'rk:' */
   prefix?: string;
   onStoreError?: OnStoreError;
@@ -131,6 +142,8 @@ export interface Running {
   health: GrpcHealth | undefined;
   /** tls — the TLS sources of the listeners that have one (their material in force, reload counts). */
   tls: { http?: TlsSource; grpc?: TlsSource; admin?: TlsSource };
+  /** store — the store in words, never with a credential: `memory`, `redis rediss://10.0.0.1:6380 (auth)`, `redis sentinel master m via …`. */
+  store: string;
   /** reload — loads the configuration now (what the watcher does on a change); rejects when it is bad. */
   reload(): Promise<void>;
   /** close — stops accepting calls, answers those in flight, closes the store's connections. */
@@ -150,9 +163,9 @@ export async function startService(options: ServeOptions): Promise<Running> {
   });
   metrics.configLoaded(true, cfg.loadedAt);
   const withAdmin = options.adminPort !== undefined && options.adminPort >= 0;
-  const described = describeStore(options);
+  const { store, close: closeStore, healthy: storeHealthy, describe: storeText } = await openStore(options, logger);
+  const described = describeStore(options, storeText);
   logger.info(`store: ${described.text}`, { event: 'store', ...described.fields });
-  const { store, close: closeStore, healthy: storeHealthy } = await openStore(options, logger);
   const service = new RateLimitService({
     store, metrics, responseHeaders: options.responseHeaders, shadowMode: options.shadowMode, denialCache: options.denialCache,
     observe: withAdmin,
@@ -315,7 +328,7 @@ export async function startService(options: ServeOptions): Promise<Running> {
   }
   let closing: Promise<void> | undefined;
   return {
-    service, metrics, reload, log: logger,
+    service, metrics, reload, log: logger, store: storeText,
     httpPort: http?.port, grpcPort: grpcFront?.port, adminUrl: admin?.url, health, tls,
     close: () => (closing ??= (async () => {
       // the drain starts: health checks fail at once (gRPC Watch streams hear NOT_SERVING and end), then the
@@ -362,26 +375,59 @@ function hostPort(host: string, port: number): string {
   return host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`;
 }
 
-/** openStore — the memory store, or a Redis store on an ioredis client the service owns (and closes). */
-async function openStore(options: ServeOptions, logger: Logger): Promise<{ store: Store; close: () => Promise<void>; healthy: () => boolean | Health | Promise<boolean | Health> }> {
-  if (options.redis === undefined && (options.redisCluster === undefined || options.redisCluster.length === 0)) {
+/** OpenedStore — the service's store, how to close it, its health, and its description without credentials. */
+interface OpenedStore {
+  store: Store;
+  close: () => Promise<void>;
+  healthy: () => boolean | Health | Promise<boolean | Health>;
+  describe: string;
+}
+
+/**
+ * openStore — the memory store, or a Redis store on an ioredis client the service owns (and closes). The first
+ * connection is awaited up to the connect timeout: a refused password or TLS handshake is a startup error naming its
+ * flag or variable; a server that does not answer in time is logged and the service starts on its failure policy
+ * (it connects when the server comes).
+ */
+async function openStore(options: ServeOptions, logger: Logger): Promise<OpenedStore> {
+  const r: RedisFlags = options.redisConnect ?? { from: {} };
+  const cluster = options.redisCluster !== undefined && options.redisCluster.length > 0 ? options.redisCluster : undefined;
+  const sentinels = options.redisSentinel !== undefined && options.redisSentinel.length > 0 ? options.redisSentinel : undefined;
+  if (options.redis === undefined && cluster === undefined && sentinels === undefined && options.redisSocket === undefined) {
     const store = memoryStore(options.maxKeys === undefined ? {} : { maxKeys: options.maxKeys });
-    return { store, close: async () => store.close(), healthy: () => true };
+    return { store, close: async () => store.close(), healthy: () => true, describe: 'memory' };
   }
+  const flag = sentinels !== undefined ? (r.from.sentinels ?? 'REDIS_URL') : cluster !== undefined ? '--redis-cluster' : '--redis';
+  const plan = redisPlan({ redis: options.redis, cluster, sentinels, master: options.redisSentinelMaster, socketPath: options.redisSocket }, r, flag);
   const ioredis = await import('ioredis').catch(() => {
-    throw new RatekeeperError('serve: --redis needs the ioredis package: npm install ioredis');
+    throw new RatekeeperError('serve: a Redis store needs the ioredis package: npm install ioredis');
   });
   const { redisStore } = await import('../stores/redis/index.js');
+  const { createClient, waitReady, tlsHandshake, RedisConnectError } = await import('../stores/redis/connect.js');
   const common = { maxRetriesPerRequest: 1, enableOfflineQueue: true, lazyConnect: false };
-  let client: InstanceType<typeof ioredis.Redis> | InstanceType<typeof ioredis.Cluster>;
-  if (options.redisCluster !== undefined && options.redisCluster.length > 0) {
-    const nodes = options.redisCluster.map((u) => parseRedisUrl(u, '--redis-cluster'));
-    client = new ioredis.Cluster(nodes.map((n) => ({ host: n.host, port: n.port })), {
-      redisOptions: { ...common, password: nodes[0].password, username: nodes[0].username },
-    });
-  } else {
-    const n = parseRedisUrl(options.redis!, '--redis');
-    client = new ioredis.Redis({ ...common, host: n.host, port: n.port, password: n.password, username: n.username, db: n.db });
+  const client = createClient(ioredis as never, plan.connect, common) as unknown as InstanceType<typeof ioredis.Redis>;
+  const timeout = plan.connect.connectTimeout ?? 10_000;
+  try {
+    const ready = waitReady(client as never, timeout, plan.secrets, plan.connect.mode === 'sentinel');
+    if (plan.connect.mode === 'sentinel' && plan.connect.tls !== undefined) {
+      // ioredis hides why a Sentinel refused TLS ("Connection is closed"): a handshake of our own names it
+      ready.catch(() => undefined);
+      const why = await tlsHandshake(plan.connect.nodes[0], plan.connect.tls, timeout);
+      if (why !== undefined) throw new RedisConnectError('tls', `a Sentinel (${plan.connect.nodes[0].host}:${plan.connect.nodes[0].port}): ${why}`);
+    }
+    await ready;
+  } catch (e) {
+    if (!(e instanceof RedisConnectError) || e.reason === 'unreachable' || e.reason === 'sentinel') {
+      const why = e instanceof RedisConnectError ? e.message : `not ready within ${timeout} ms (${redactSecrets(e instanceof Error ? e.message : String(e), plan.secrets)})`;
+      logger.warn(`redis: ${plan.describe}: ${why}; serving by the failure policy (${options.onStoreError ?? 'memory'}) until it answers`, { event: 'redis_not_ready' });
+    } else {
+      client.disconnect();
+      const why = e.reason === 'auth' ? `Redis refused the password (${plan.passwordFrom})`
+        : e.reason === 'sentinel-auth' ? `the Sentinels refused the password (${plan.sentinelPasswordFrom})`
+        : e.reason === 'sentinel-master' ? `the Sentinels know no master named ${JSON.stringify(plan.connect.sentinel?.name)} (${r.from.sentinelMaster ?? 'REDIS_URL'})`
+        : `the TLS connection to Redis failed (trusting ${plan.tlsFrom})`;
+      throw new RatekeeperError(`serve: ${plan.describe}: ${why}: ${e.message}`);
+    }
   }
   // the client's errors are debug lines (at most one per 5 s): the store watch says once that a server is down
   let lastLogged = 0;
@@ -389,12 +435,13 @@ async function openStore(options: ServeOptions, logger: Logger): Promise<{ store
     const now = Date.now();
     if (now - lastLogged > 5000 && logger.enabled('debug')) {
       lastLogged = now;
-      logger.debug(`redis: ${e.message}`, { event: 'redis_error', error: e.message });
+      logger.debug(`redis: ${redactSecrets(e.message, plan.secrets)}`, { event: 'redis_error', error: redactSecrets(e.message, plan.secrets) });
     }
   });
   const onError = options.onStoreError ?? 'memory';
-  const store = redisStore({ client, prefix: options.prefix, onError, timeout: options.storeTimeout, fallbackMaxKeys: options.maxKeys });
-  const standalone = options.redisCluster === undefined || options.redisCluster.length === 0 ? describeStore(options).fields.url : undefined;
+  const wait = r.waitReplicas !== undefined ? { replicas: r.waitReplicas, timeout: r.waitTimeout ?? 50 } : undefined;
+  const store = redisStore({ client, prefix: options.prefix, onError, timeout: options.storeTimeout, fallbackMaxKeys: options.maxKeys, ...(wait ? { wait } : {}) });
+  const standalone = plan.connect.mode === 'cluster' ? undefined : (describeStore(options).fields.url ?? plan.describe);
   const watch = new StoreWatch({ read: () => store.health(), log: logger, name: (n) => (n === 'redis' && standalone !== undefined ? standalone : n), onStoreError: onError });
   watch.start();
   // the client's word on its connections: a close dates an outage, a ready connection is looked at now (a Cluster:
@@ -412,6 +459,7 @@ async function openStore(options: ServeOptions, logger: Logger): Promise<{ store
   }
   return {
     store,
+    describe: plan.describe,
     close: async () => {
       watch.close();
       await store.close?.();
@@ -441,24 +489,4 @@ export function healthText(ok: boolean, h: StoreHealth): string {
   return lines.join('\n') + '\n';
 }
 
-/** parseRedisUrl — `redis://[user:pass@]host:port[/db]` or envoy's `host:port`. */
-export function parseRedisUrl(url: string, flag: string): { host: string; port: number; username?: string; password?: string; db?: number } {
-  const text = /^[a-z]+:\/\//i.test(url) ? url : `redis://${url}`;
-  let u: URL;
-  try {
-    u = new URL(text);
-  } catch {
-    throw new RatekeeperError(`serve: ${flag} must be a Redis URL like redis://127.0.0.1:6379 or 127.0.0.1:6379, got ${show(url)}`);
-  }
-  if (u.protocol !== 'redis:') throw new RatekeeperError(`serve: ${flag} must use redis:// (rediss:// is not supported yet), got ${show(url)}`);
-  const port = u.port === '' ? 6379 : Number(u.port);
-  const out: { host: string; port: number; username?: string; password?: string; db?: number } = { host: u.hostname.replace(/^\[|\]$/g, ''), port };
-  if (u.username) out.username = decodeURIComponent(u.username);
-  if (u.password) out.password = decodeURIComponent(u.password);
-  if (u.pathname.length > 1) {
-    const db = Number(u.pathname.slice(1));
-    if (!Number.isInteger(db) || db < 0) throw new RatekeeperError(`serve: ${flag} database must be an integer, got ${show(u.pathname.slice(1))}`);
-    out.db = db;
-  }
-  return out;
-}
+export { parseRedisUrl } from './redisOptions.js';

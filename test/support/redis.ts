@@ -4,7 +4,7 @@
  * killed when the process exits, even when a test fails (and when the caller forgets to stop it).
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -47,36 +47,100 @@ function listenOnce(port: number): Promise<number> {
   });
 }
 
-/** cli — runs redis-cli synchronously and returns its stdout (throws on failure). */
+/** cli — runs redis-cli synchronously and returns its stdout (throws on failure). `auth`: a password (REDISCLI_AUTH). */
 export function cli(port: number, ...args: string[]): string {
-  const r = spawnSync('redis-cli', ['-h', '127.0.0.1', '-p', String(port), ...args], { encoding: 'utf8' });
+  return cliAs({ port }, ...args);
+}
+
+/** CliTarget — how redis-cli reaches a server: its port, a password, TLS arguments. */
+export interface CliTarget {
+  port: number;
+  auth?: string;
+  tlsArgs?: string[];
+}
+
+/** cliAs — redis-cli against a target (password through REDISCLI_AUTH, never on the command line). */
+export function cliAs(t: CliTarget, ...args: string[]): string {
+  const env = t.auth === undefined ? process.env : { ...process.env, REDISCLI_AUTH: t.auth };
+  const r = spawnSync('redis-cli', ['-h', '127.0.0.1', '-p', String(t.port), ...(t.tlsArgs ?? []), ...args], { encoding: 'utf8', env });
   if (r.status !== 0) throw new Error(`redis-cli ${args.join(' ')}: ${r.stderr || r.stdout}`);
   return r.stdout.trim();
+}
+
+/**
+ * ServerTls — TLS for a started server: PEM files of its certificate and key and of the CA its clients' certificates
+ * must be signed by; `clients`: whether a client certificate is required (`yes`), accepted (`optional`) or not asked
+ * for (`no`); `cluster`: the Cluster bus and the addresses it announces speak TLS too (`--tls-cluster yes`);
+ * `replication`: a replica reaches its master over TLS (`--tls-replication yes`).
+ */
+export interface ServerTls {
+  cert: string;
+  key: string;
+  ca: string;
+  clients?: 'yes' | 'optional' | 'no';
+  cluster?: boolean;
+  replication?: boolean;
+}
+
+/** StartOptions — extras of RedisServer.start: TLS (then `port` is the TLS port, and no plain port is open), a password, a config file's text first (a Sentinel's), the program. */
+export interface StartOptions {
+  tls?: ServerTls;
+  requirepass?: string;
+  /** conf — a config file's text, written to the server's directory and given first (redis-sentinel rewrites it). */
+  conf?: string;
+  /** sentinel — run as a Sentinel (`redis-server conf --sentinel`). */
+  sentinel?: boolean;
 }
 
 /** RedisServer — one redis-server process; `restart()` brings it back on the same port (empty: no persistence). */
 export class RedisServer {
   process: ChildProcess | undefined;
-  constructor(readonly port: number, readonly dir: string, readonly extra: string[]) {}
+  constructor(readonly port: number, readonly dir: string, readonly extra: string[], readonly opts: StartOptions = {}) {}
 
-  static async start(extra: string[] = [], withBus = false): Promise<RedisServer> {
+  static async start(extra: string[] = [], withBus = false, opts: StartOptions = {}): Promise<RedisServer> {
     hook();
     const port = await freePort(withBus);
     const dir = mkdtempSync(join(tmpdir(), 'rk-redis-'));
     dirs.add(dir);
-    const s = new RedisServer(port, dir, extra);
+    const s = new RedisServer(port, dir, extra, opts);
     await s.spawn();
     return s;
   }
 
+  /** target — how redis-cli reaches this server. */
+  get target(): CliTarget {
+    const t = this.opts.tls;
+    return {
+      port: this.port, auth: this.opts.requirepass,
+      tlsArgs: t === undefined ? undefined : ['--tls', '--cacert', t.ca, '--cert', t.cert, '--key', t.key],
+    };
+  }
+
   async spawn(): Promise<void> {
-    const args = ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', this.dir, '--daemonize', 'no', '--loglevel', 'warning', ...this.extra];
+    const o = this.opts;
+    const head: string[] = [];
+    if (o.conf !== undefined) {
+      const file = join(this.dir, 'server.conf');
+      writeFileSync(file, o.conf);
+      head.push(file);
+      if (o.sentinel) head.push('--sentinel');
+    }
+    const ports = o.tls === undefined ? ['--port', String(this.port)] : [
+      '--port', '0', '--tls-port', String(this.port), '--tls-cert-file', o.tls.cert, '--tls-key-file', o.tls.key,
+      '--tls-ca-cert-file', o.tls.ca, '--tls-auth-clients', o.tls.clients ?? 'no',
+      ...(o.tls.cluster ? ['--tls-cluster', 'yes'] : []), ...(o.tls.replication ? ['--tls-replication', 'yes'] : []),
+    ];
+    const persistence = o.sentinel ? [] : ['--save', '', '--appendonly', 'no'];
+    const args = [...head, ...ports, '--bind', '127.0.0.1', ...persistence, '--dir', this.dir, '--daemonize', 'no', '--loglevel', 'warning',
+      ...(o.requirepass !== undefined ? ['--requirepass', o.requirepass] : []), ...this.extra];
     const p = spawn('redis-server', args, { stdio: ['ignore', 'ignore', 'inherit'] });
     live.add(p);
     p.once('exit', () => live.delete(p));
     this.process = p;
+    const t = this.target;
     for (let i = 0; i < 200; i++) {
-      const r = spawnSync('redis-cli', ['-h', '127.0.0.1', '-p', String(this.port), 'PING'], { encoding: 'utf8' });
+      const env = t.auth === undefined ? process.env : { ...process.env, REDISCLI_AUTH: t.auth };
+      const r = spawnSync('redis-cli', ['-h', '127.0.0.1', '-p', String(this.port), ...(t.tlsArgs ?? []), 'PING'], { encoding: 'utf8', env });
       if (r.stdout.trim() === 'PONG') return;
       if (p.exitCode !== null) throw new Error(`redis-server exited with ${p.exitCode}`);
       await sleep(25);
@@ -108,7 +172,7 @@ export class RedisServer {
   }
 
   cli(...args: string[]): string {
-    return cli(this.port, ...args);
+    return cliAs(this.target, ...args);
   }
 
   async stop(): Promise<void> {
@@ -118,17 +182,104 @@ export class RedisServer {
   }
 }
 
+/**
+ * SentinelSet — a master, a replica of it and three Sentinels monitoring it (quorum 2) on loopback, with short
+ * timings (`downAfter` ms without an answer before a Sentinel deems the master down; `failoverTimeout` ms), as
+ * the Sentinel tests need: SIGKILL the master, and within a few seconds the replica is promoted.
+ */
+export class SentinelSet {
+  constructor(readonly name: string, readonly master: RedisServer, readonly replica: RedisServer, readonly sentinels: RedisServer[]) {}
+
+  /** sentinelAddresses — `127.0.0.1:port` of each Sentinel. */
+  get sentinelAddresses(): string[] {
+    return this.sentinels.map((s) => `127.0.0.1:${s.port}`);
+  }
+
+  /** masterPort — the master's port as the first answering Sentinel reports it. */
+  masterPort(): number {
+    for (const s of this.sentinels) {
+      try {
+        const out = s.cli('SENTINEL', 'get-master-addr-by-name', this.name).split('\n');
+        return Number(out[1]);
+      } catch {
+        // this Sentinel is not answering: ask the next
+      }
+    }
+    throw new Error('no Sentinel answered');
+  }
+
+  /** waitReplicated — until the replica has everything the master wrote (bounded: 5 s). */
+  async waitReplicated(): Promise<void> {
+    for (let i = 0; i < 200; i++) {
+      const info = this.replica.cli('INFO', 'replication');
+      if (/master_link_status:up/.test(info)) {
+        const m = Number(/master_repl_offset:(\d+)/.exec(this.master.cli('INFO', 'replication'))?.[1]);
+        const r = Number(/slave_repl_offset:(\d+)/.exec(info)?.[1]);
+        if (r >= m) return;
+      }
+      await sleep(25);
+    }
+    throw new Error('the replica did not catch up within 5 s');
+  }
+
+  /**
+   * start — `tls`: every server and Sentinel speaks only TLS (the replica and the Sentinels reach the master over
+   * it); `requirepass`: the master's and replica's password; `sentinelPass`: the Sentinels' own.
+   */
+  static async start(o: { name?: string; downAfter?: number; failoverTimeout?: number; tls?: ServerTls; requirepass?: string; sentinelPass?: string } = {}): Promise<SentinelSet> {
+    const name = o.name ?? 'rkmaster';
+    const tls = o.tls === undefined ? undefined : { ...o.tls, replication: true };
+    const auth = o.requirepass === undefined ? [] : ['--masterauth', o.requirepass];
+    const master = await RedisServer.start(auth, false, { tls, requirepass: o.requirepass });
+    const replica = await RedisServer.start([...auth, '--replicaof', '127.0.0.1', String(master.port)], false, { tls, requirepass: o.requirepass });
+    const sentinels: RedisServer[] = [];
+    const conf = [
+      `sentinel monitor ${name} 127.0.0.1 ${master.port} 2`,
+      `sentinel down-after-milliseconds ${name} ${o.downAfter ?? 1000}`,
+      `sentinel failover-timeout ${name} ${o.failoverTimeout ?? 3000}`,
+      `sentinel parallel-syncs ${name} 1`,
+      ...(o.requirepass !== undefined ? [`sentinel auth-pass ${name} ${o.requirepass}`] : []),
+      ...(o.tls !== undefined ? ['tls-replication yes'] : []),
+      '',
+    ].join('\n');
+    for (let i = 0; i < 3; i++) {
+      sentinels.push(await RedisServer.start([], false, { conf, sentinel: true, tls, requirepass: o.sentinelPass }));
+    }
+    const set = new SentinelSet(name, master, replica, sentinels);
+    await set.waitReplicated();
+    // every Sentinel has found the replica and the other Sentinels (bounded: 10 s)
+    for (let i = 0; i < 400; i++) {
+      const ok = sentinels.every((s) => {
+        const out = s.cli('SENTINEL', 'master', name);
+        const field = (k: string): number => Number(new RegExp(`(?:^|\n)${k}\n(\\d+)`).exec(out)?.[1] ?? -1);
+        return field('num-slaves') >= 1 && field('num-other-sentinels') >= 2;
+      });
+      if (ok) return set;
+      await sleep(25);
+    }
+    await set.stop();
+    throw new Error('the Sentinels did not discover each other and the replica within 10 s');
+  }
+
+  async stop(): Promise<void> {
+    for (const s of [...this.sentinels, this.replica, this.master]) await s.stop();
+  }
+}
+
 /** RedisCluster — three masters (`--cluster-enabled yes`) joined by `redis-cli --cluster create`, no replicas. */
 export class RedisCluster {
   constructor(readonly nodes: RedisServer[]) {}
 
-  static async start(): Promise<RedisCluster> {
+  /** start — `tls`: the nodes speak only TLS, the Cluster bus too (`--tls-cluster yes`). */
+  static async start(o: { tls?: ServerTls; requirepass?: string } = {}): Promise<RedisCluster> {
     const nodes: RedisServer[] = [];
+    const tls = o.tls === undefined ? undefined : { ...o.tls, cluster: true, replication: true };
     for (let i = 0; i < 3; i++) {
-      nodes.push(await RedisServer.start(['--cluster-enabled', 'yes', '--cluster-config-file', 'nodes.conf', '--cluster-node-timeout', '5000'], true));
+      nodes.push(await RedisServer.start(['--cluster-enabled', 'yes', '--cluster-config-file', 'nodes.conf', '--cluster-node-timeout', '5000'], true, { tls, requirepass: o.requirepass }));
     }
     const c = new RedisCluster(nodes);
-    const r = spawnSync('redis-cli', ['--cluster', 'create', ...nodes.map((n) => `127.0.0.1:${n.port}`), '--cluster-replicas', '0', '--cluster-yes'], { encoding: 'utf8' });
+    const env = o.requirepass === undefined ? process.env : { ...process.env, REDISCLI_AUTH: o.requirepass };
+    const r = spawnSync('redis-cli', [...(nodes[0].target.tlsArgs ?? []), '--cluster', 'create', ...nodes.map((n) => `127.0.0.1:${n.port}`), '--cluster-replicas', '0', '--cluster-yes'], { encoding: 'utf8', env });
     if (r.status !== 0) {
       await c.stop();
       throw new Error(`redis-cli --cluster create failed: ${r.stdout}${r.stderr}`);

@@ -79,9 +79,22 @@ export interface RedisStoreOptions {
    * @default true
    */
   coalesce?: boolean;
+  /**
+   * wait — after the script calls that may write (a check, a compound check, a block…), Redis's `WAIT replicas
+   * timeout` on the same connection, sent with them (one round trip; one WAIT per tick covers every call of the tick):
+   * a call is answered once `replicas` replicas acknowledged its write or `timeout` ms passed, whichever is first.
+   * WAIT blocks its connection, so one is in flight at a time and the writes sent meanwhile share the next: a call
+   * may wait two WAIT timeouts when replicas do not answer (a master left without replicas), so keep `timeout` under
+   * half the store's `timeout`. Replication stays asynchronous (a WAIT that
+   * times out still answers; `waitShortfalls` counts those), but a charge acknowledged after a successful WAIT
+   * survives a failover to a replica that acknowledged it. A standalone or Sentinel client only (a Cluster's WAIT
+   * would go to a random node). Costs the replica's round trip on every check: see docs/redis.md. @default undefined
+   * @example redisStore({ client, wait: { replicas: 1, timeout: 50 } })
+   */
+  wait?: { replicas: number; timeout: number };
 }
 
-const REDIS_STORE_OPTIONS: ReadonlySet<string> = new Set(['client', 'prefix', 'timeout', 'onError', 'maxPending', 'fallbackMaxKeys', 'coalesce']);
+const REDIS_STORE_OPTIONS: ReadonlySet<string> = new Set(['client', 'prefix', 'timeout', 'onError', 'maxPending', 'fallbackMaxKeys', 'coalesce', 'wait']);
 
 /** Corkable — a socket the store can cork for a tick (net.Socket, tls.TLSSocket). */
 interface Corkable {
@@ -261,7 +274,52 @@ export class RedisStore implements Store {
     if (onError === 'memory') this.fallback = new MemoryStore({ maxKeys: fallbackMaxKeys });
     if (options.coalesce !== undefined && typeof options.coalesce !== 'boolean') throw new RatekeeperError(`redisStore.coalesce must be a boolean, got ${show(options.coalesce)}`);
     this.coalesce = options.coalesce ?? true;
+    if (options.wait !== undefined) {
+      const w = options.wait;
+      if (typeof w !== 'object' || w === null || !Number.isSafeInteger(w.replicas) || w.replicas < 1 || !Number.isSafeInteger(w.timeout) || w.timeout < 1) {
+        throw new RatekeeperError(`redisStore.wait must be { replicas: integer >= 1, timeout: integer ms >= 1 }, got ${show(w)}`);
+      }
+      if (2 * w.timeout >= this.timeout) throw new RatekeeperError(`redisStore.wait.timeout must be under half the store's timeout (${this.timeout} ms): a call may wait two WAITs, got ${w.timeout}`);
+      if ((c as { isCluster?: boolean }).isCluster === true) throw new RatekeeperError('redisStore.wait needs a standalone or Sentinel client: a Cluster would send WAIT to another node than the write');
+      const call = (c as { call?: (...a: (string | number)[]) => Promise<unknown> }).call;
+      if (typeof call !== 'function') throw new RatekeeperError('redisStore.wait needs an ioredis client (its call method sends WAIT on the write\'s connection)');
+      const replicas = String(w.replicas);
+      const ms = String(w.timeout);
+      // WAIT blocks its connection until it answers, so at most one is in flight: the writes sent meanwhile wait for
+      // the next one, sent as soon as the current one answers (behind them: WAIT covers every earlier write of its
+      // connection). A call thus waits at most two WAIT timeouts beyond its own round trip.
+      let next: { promise: Promise<number>; resolve: (n: number) => void } | undefined;
+      let inFlight = false;
+      const flush = (): void => {
+        const batch = next!;
+        next = undefined;
+        inFlight = true;
+        call.call(c, 'WAIT', replicas, ms).then((n) => Number(n), () => -1).then((n) => {
+          inFlight = false;
+          batch.resolve(n);
+          if (next !== undefined) flush();
+        });
+      };
+      this.waitFor = (p) => {
+        if (next === undefined) {
+          let resolve!: (n: number) => void;
+          next = { promise: new Promise<number>((r) => (resolve = r)), resolve };
+          if (!inFlight) process.nextTick(flush);
+        }
+        return Promise.all([p, next.promise]).then(([reply, acked]) => {
+          // a WAIT that failed (the connection dropped) leaves the write's replication unknown: not acknowledged
+          if (acked < 0) throw new StoreUnavailableError('WAIT did not answer: the write may not be replicated');
+          if (acked < w.replicas) this.waitShortfalls++;
+          return reply;
+        });
+      };
+    }
   }
+
+  /** waitFor — with `wait`: a write's promise joined with the WAIT sent right behind it (undefined: no WAIT). */
+  readonly waitFor: ((p: Promise<unknown>) => Promise<unknown>) | undefined;
+  /** waitShortfalls — WAITs that answered fewer replicas than asked (timed out): charges a failover may lose. */
+  waitShortfalls = 0;
 
   /** cork — at the first check of a tick, corks the client's sockets until the tick ends (coalesce). */
   cork(): void {
@@ -412,10 +470,13 @@ export class RedisStore implements Store {
         budget.pending--;
       };
       const c = this.client;
-      (binary ? c.callBuffer('EVALSHA', script.sha, keys.length, ...keys, ...args) : c.evalsha(script.sha, keys.length, ...keys, ...args))
+      const w = this.waitFor;
+      const sent = binary ? c.callBuffer('EVALSHA', script.sha, keys.length, ...keys, ...args) : c.evalsha(script.sha, keys.length, ...keys, ...args);
+      (w === undefined ? sent : w(sent))
         .catch((e: unknown) => {
           if (!(e instanceof Error) || !e.message.startsWith('NOSCRIPT')) throw e;
-          return binary ? c.callBuffer('EVAL', script.text, keys.length, ...keys, ...args) : c.eval(script.text, keys.length, ...keys, ...args);
+          const again = binary ? c.callBuffer('EVAL', script.text, keys.length, ...keys, ...args) : c.eval(script.text, keys.length, ...keys, ...args);
+          return w === undefined ? again : w(again);
         })
         .then(
           (v) => {
@@ -864,7 +925,9 @@ export class RedisBound implements BoundStore {
       store.pending++;
       budget.pending++;
       store.cork();
-      store.evalshaBuffer(this.script.sha, redisKey, now === undefined ? undefined : String(now), cost === 1 ? '1' : String(cost), deadlineOf(budget, call.at, store.timeout))
+      const sent = store.evalshaBuffer(this.script.sha, redisKey, now === undefined ? undefined : String(now), cost === 1 ? '1' : String(cost), deadlineOf(budget, call.at, store.timeout));
+      // a look (cost 0) writes nothing: no WAIT
+      (store.waitFor === undefined || cost === 0 ? sent : store.waitFor(sent))
         .then((reply) => call.answer(reply as Buffer), (e: unknown) => call.error(e));
     });
   }
@@ -872,7 +935,8 @@ export class RedisBound implements BoundStore {
   /** retry — a check whose script the server did not have (NOSCRIPT: restarted, a new cluster node): EVAL sends the text and caches it there. */
   retry(call: Check): void {
     const { key, cost, now } = call;
-    this.store.evalBuffer(this.script.text, this.redisKey(key), now === undefined ? undefined : String(now), cost === 1 ? '1' : String(cost), deadlineOf(call.budget, call.at, this.store.timeout))
+    const sent = this.store.evalBuffer(this.script.text, this.redisKey(key), now === undefined ? undefined : String(now), cost === 1 ? '1' : String(cost), deadlineOf(call.budget, call.at, this.store.timeout));
+    (this.store.waitFor === undefined || cost === 0 ? sent : this.store.waitFor(sent))
       .then((reply) => call.answer(reply as Buffer), (e: unknown) => call.error(e, true));
   }
 
