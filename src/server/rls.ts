@@ -224,3 +224,42 @@ export function responseToJson(r: RlsResponse): Record<string, unknown> {
   if (r.response_headers_to_add.length > 0) out.responseHeadersToAdd = r.response_headers_to_add.map((h) => ({ key: h.key, value: h.value }));
   return out;
 }
+
+/**
+ * responseJson — JSON.stringify(responseToJson(r)), byte for byte, written without the intermediate objects (the
+ * /json answer of every call: half the time). A test holds the two to the same bytes (test/server/speed.test.ts).
+ */
+export function responseJson(r: RlsResponse): string {
+  let s = r.overall_code !== 'UNKNOWN' ? `{"overallCode":"${r.overall_code}"` : '{';
+  const st = r.statuses;
+  if (st.length > 0) {
+    s += s.length > 1 ? ',"statuses":[' : '"statuses":[';
+    for (let i = 0; i < st.length; i++) {
+      if (i > 0) s += ',';
+      const x = st[i];
+      if (x === undefined) {
+        s += 'null';
+        continue;
+      }
+      let o = x.code !== 'UNKNOWN' ? `{"code":"${x.code}"` : '{';
+      const l = x.current_limit;
+      if (l !== undefined) {
+        let c = l.name ? `{"name":${JSON.stringify(l.name)}` : '{';
+        if (l.requests_per_unit) c += `${c.length > 1 ? ',' : ''}"requestsPerUnit":${l.requests_per_unit}`;
+        if (l.unit !== 'UNKNOWN') c += `${c.length > 1 ? ',' : ''}"unit":"${l.unit}"`;
+        o += `${o.length > 1 ? ',' : ''}"currentLimit":${c}}`;
+      }
+      if (x.limit_remaining) o += `${o.length > 1 ? ',' : ''}"limitRemaining":${x.limit_remaining}`;
+      if (x.duration_until_reset !== undefined) o += `${o.length > 1 ? ',' : ''}"durationUntilReset":"${durationJson(x.duration_until_reset)}"`;
+      s += `${o}}`;
+    }
+    s += ']';
+  }
+  const h = r.response_headers_to_add;
+  if (h.length > 0) {
+    s += s.length > 1 ? ',"responseHeadersToAdd":[' : '"responseHeadersToAdd":[';
+    for (let i = 0; i < h.length; i++) s += `${i > 0 ? ',' : ''}{"key":${JSON.stringify(h[i].key)},"value":${JSON.stringify(h[i].value)}}`;
+    s += ']';
+  }
+  return `${s}}`;
+}
