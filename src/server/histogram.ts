@@ -76,10 +76,9 @@ export class FastHistogram {
   }
 
   /** get — the values with every label in `labels` (Registry.getMetricsAsJSON). */
-  get(): { name: string; help: string; type: string; aggregator: string; values: MetricValue[] } {
+  get(): { name: string; help: string; type: string; aggregator: string; values: { labels: Record<string, string | number>; value: number; metricName: string }[] } {
     const m = this.getForPromString();
-    for (const v of m.values) v.labels = { ...v.labels, ...v.sharedLabels };
-    return m;
+    return { ...m, values: m.values.map((v) => ({ value: v.value, metricName: v.metricName, labels: { ...v.labels, ...v.sharedLabels } })) };
   }
 
   /** reset — every series back to zero (Registry.resetMetrics). */
