@@ -1,5 +1,9 @@
 /**
  * bench/server — the limiter service against its ceilings, side by side in one run (`npm run bench server`):
+ * - from outside, the targets of issue 16 (bench/outside.ts): Debian's wrk against POST /v1/check, POST /json
+ *   (2 descriptors) and GET /v1/auth of the service and of a bare node:http server sending the service's own bytes
+ *   (captured first), and h2load against gRPC ShouldRateLimit and a bare grpc-js server; per-round ratios, and each
+ *   server's CPU per request from /proc/<pid>/stat. Missing tools are installed with apt-get when root, else named;
  * - gRPC ShouldRateLimit (2 descriptors, memory store) vs a bare grpc-js server answering a constant
  *   RateLimitResponse (same proto): throughput with BENCH_STREAMS (64) calls in flight from this process;
  * - HTTP POST /v1/check and POST /json vs a bare node:http server that reads the body and answers a constant JSON;
@@ -17,16 +21,19 @@
  * Rounds alternate the servers; tables give each server's best round and every round. Limits are never reached:
  * the run fails if anything is refused. Environment: BENCH_SECONDS (3), BENCH_ROUNDS (3), BENCH_STREAMS (64),
  * BENCH_CONNECTIONS (64, HTTP), BENCH_SEQ (2000 calls one at a time), BENCH_PIN (1), BENCH_REDIS (1),
- * BENCH_PARTS (throughput,latency,redis).
+ * BENCH_PARTS (wrk,h2load,throughput,latency,redis); for wrk and h2load: BENCH_OUT_SECONDS (10), BENCH_OUT_ROUNDS (5),
+ * BENCH_OUT_WARMUP (2), BENCH_H2_CLIENTS (8), BENCH_H2_STREAMS (8 per connection), BENCH_INSTALL (1: apt-get when
+ * root). Temporary files (config, wrk script, gRPC frame) live in one rk-bench-* directory, removed on exit.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { createServer } from 'node:http';
-import { mkdtempSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type * as Grpc from '@grpc/grpc-js';
+import { cpuMicros, h2load, haveTool, wrk, writeGrpcFrame, writeWrkScript, type WrkKind } from './outside.js';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 3);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
@@ -84,26 +91,51 @@ type ServerKind = 'service' | 'service-redis' | 'bare-grpc' | 'bare-grpc-redis' 
  */
 const FLOOR_SCRIPT = "return { redis.call('INCR', KEYS[1]), redis.call('INCR', KEYS[2]) }";
 
+/** Answer — what the bare HTTP server sends for one endpoint: the service's headers (its own, in order) and body. */
+interface Answer {
+  headers: [string, string][];
+  body: string;
+}
+
+/** grpcAnswers — in a server process: gRPC calls answered so far, `ok` with grpc-status OK, `other` with any other. */
+let grpcAnswers: () => Promise<{ ok: number; other: number }> = () => Promise.resolve({ ok: 0, other: 0 });
+
 /** serve — a server process: prints `<http port> <grpc port>` (−1 for none). */
 async function serve(kind: ServerKind, redisPort: string | undefined): Promise<void> {
   let http = -1;
   let grpcPort = -1;
   if (kind === 'service' || kind === 'service-redis') {
-    const dir = mkdtempSync(join(tmpdir(), 'rk-bench-'));
-    writeFileSync(join(dir, 'bench.yaml'), CONFIG);
     const { startService } = await import('../src/server/serve.js');
     const r = await startService({
-      config: join(dir, 'bench.yaml'), port: 0, grpcPort: 0, log: () => undefined,
+      config: process.env.BENCH_CONFIG!, port: 0, grpcPort: 0, log: () => undefined,
       ...(kind === 'service-redis' ? { redis: `127.0.0.1:${redisPort}` } : {}),
     });
     http = r.httpPort!;
     grpcPort = r.grpcPort!;
+    // grpc answers by status, for the h2load part: ShouldRateLimit's latency histogram counts every answer by its code
+    grpcAnswers = async () => {
+      const m = r.metrics.registry.getSingleMetric('ratekeeper_request_duration_seconds');
+      const values = ((await m?.get())?.values ?? []) as { labels: Record<string, string | number>; value: number; metricName?: string }[];
+      let ok = 0;
+      let other = 0;
+      for (const v of values) {
+        if (!v.metricName?.endsWith('_count') || v.labels.api !== 'grpc') continue;
+        if (v.labels.code === 'OK') ok += v.value;
+        else other += v.value;
+      }
+      return { ok, other };
+    };
   } else if (kind === 'bare-grpc' || kind === 'bare-grpc-redis' || kind === 'bare-grpc-eval') {
     const grpc = await import('@grpc/grpc-js');
     const { rlsService } = await import('../src/server/grpc.js');
     const server = new grpc.Server();
     type Cb = (e: Error | null, r?: unknown) => void;
-    let answer: (call: { request: { descriptors: { entries: { value: string }[] }[] } }, cb: Cb) => void = (_call, cb) => cb(null, CONSTANT_RLS);
+    let answered = 0;
+    grpcAnswers = () => Promise.resolve({ ok: answered, other: 0 });
+    let answer: (call: { request: { descriptors: { entries: { value: string }[] }[] } }, cb: Cb) => void = (_call, cb) => {
+      answered++;
+      cb(null, CONSTANT_RLS);
+    };
     if (kind !== 'bare-grpc') {
       // one Redis round trip per call before the constant answer: a GET, or EVALSHA of a two-key script (FLOOR_SCRIPT)
       const { Redis } = await import('ioredis');
@@ -117,14 +149,20 @@ async function serve(kind: ServerKind, redisPort: string | undefined): Promise<v
     server.addService(rlsService(), { ShouldRateLimit: answer as never });
     grpcPort = await new Promise<number>((res, rej) => server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (e, p) => (e ? rej(e) : res(p))));
   } else {
+    // the service's own answers when the load process captured them (BENCH_ANSWERS), else constants of their size
+    const captured = process.env.BENCH_ANSWERS === undefined ? undefined : (JSON.parse(process.env.BENCH_ANSWERS) as Record<WrkKind, Answer>);
+    const answers: Record<WrkKind, Answer> = captured ?? {
+      check: { headers: [...Object.entries(CHECK_HEADERS), ['Content-Type', 'application/json']], body: CONSTANT_CHECK },
+      auth: { headers: [...Object.entries(CHECK_HEADERS), ['Content-Type', 'application/json']], body: CONSTANT_CHECK },
+      json: { headers: [['Content-Type', 'application/json']], body: CONSTANT_JSON },
+    };
     const server = createServer((req, res) => {
       req.on('data', () => undefined);
       req.on('end', () => {
-        const body = req.url === '/json' ? CONSTANT_JSON : CONSTANT_CHECK;
-        if (req.url !== '/json') for (const [k, v] of Object.entries(CHECK_HEADERS)) res.setHeader(k, v);
-        res.setHeader('Content-Type', 'application/json');
-        res.setHeader('Content-Length', Buffer.byteLength(body));
-        res.end(body);
+        const a = req.url === '/json' ? answers.json : req.url === '/v1/auth' ? answers.auth : answers.check;
+        for (const [k, v] of a.headers) res.setHeader(k, v);
+        res.setHeader('Content-Length', Buffer.byteLength(a.body));
+        res.end(a.body);
       });
     });
     server.keepAliveTimeout = 65_000;
@@ -139,15 +177,18 @@ async function serve(kind: ServerKind, redisPort: string | undefined): Promise<v
     else if (m === 'stop') {
       const u = process.cpuUsage(from);
       process.send?.(u.user + u.system);
+    } else if (m === 'grpc-answers') {
+      void grpcAnswers().then((a) => process.send?.(a));
     }
   });
   process.stdout.write(`${http} ${grpcPort}\n`);
 }
 
-async function start(kind: ServerKind, redisPort?: number): Promise<{ child: ChildProcess; http: number; grpc: number }> {
+async function start(kind: ServerKind, redisPort?: number, env: Record<string, string> = {}): Promise<{ child: ChildProcess; http: number; grpc: number }> {
   const argv = [process.execPath, fileURLToPath(import.meta.url), '--serve', kind, String(redisPort ?? '')];
   const [cmd, ...args] = PIN ? ['taskset', '-c', SERVER_CPU, ...argv] : argv;
-  const child = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'inherit', 'ipc'] });
+  // taskset execs node: the child's pid is the server's (its /proc/<pid>/stat is read for the CPU time)
+  const child = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'inherit', 'ipc'], env: { ...process.env, BENCH_CONFIG: configFile(), ...env } });
   const [chunk] = (await once(child.stdout!, 'data')) as [Buffer];
   const [http, grpc] = chunk.toString().trim().split(' ').map(Number);
   return { child, http, grpc };
@@ -473,11 +514,195 @@ async function redis(): Promise<void> {
     `The library's check() in the load process: ${here.toFixed(0)} µs.`);
 }
 
+/** scratch — the load process's temporary directory (config, wrk script, gRPC frame), removed when it exits. */
+let scratch: string | undefined;
+function scratchDir(): string {
+  if (scratch === undefined) {
+    scratch = mkdtempSync(join(tmpdir(), 'rk-bench-'));
+    const dir = scratch;
+    process.on('exit', () => rmSync(dir, { recursive: true, force: true }));
+  }
+  return scratch;
+}
+
+/** configFile — the service's configuration (CONFIG), written once into the scratch directory. */
+let config: string | undefined;
+function configFile(): string {
+  if (config === undefined) {
+    config = join(scratchDir(), 'bench.yaml');
+    writeFileSync(config, CONFIG);
+  }
+  return config;
+}
+
+/** OUT_SECONDS, OUT_ROUNDS — each measured run of wrk and h2load (after a warm-up of OUT_WARMUP s), and the rounds. */
+const OUT_SECONDS = Number(process.env.BENCH_OUT_SECONDS ?? 10);
+const OUT_ROUNDS = Number(process.env.BENCH_OUT_ROUNDS ?? 5);
+const OUT_WARMUP = Number(process.env.BENCH_OUT_WARMUP ?? 2);
+/** H2_CLIENTS, H2_STREAMS — h2load's connections and the calls in flight on each. */
+const H2_CLIENTS = Number(process.env.BENCH_H2_CLIENTS ?? 8);
+const H2_STREAMS = Number(process.env.BENCH_H2_STREAMS ?? 8);
+/** LOAD_PIN — the CPUs the outside load generators run on (with the servers pinned), else undefined. */
+const LOAD_PIN = PIN ? LOAD_CPUS : undefined;
+
+/**
+ * capture — the service's answers to the first request of each wrk script's kind (its headers in order, less the
+ * ones node writes itself, and its body): what the bare HTTP server then answers, byte for byte, so that the load
+ * generator reads and parses the same bytes from both.
+ */
+async function capture(port: number): Promise<Record<WrkKind, Answer>> {
+  const { request } = await import('node:http');
+  const one = (kind: WrkKind): Promise<Answer> => new Promise((resolve, reject) => {
+    const body = kind === 'check' ? '{"policy":"api","key":"c0"}'
+      : kind === 'json' ? '{"domain":"bench","descriptors":[{"entries":[{"key":"client","value":"c0"}]},{"entries":[{"key":"path","value":"/p0"}]}]}'
+        : undefined;
+    const headers: Record<string, string> = body === undefined
+      ? { 'X-Ratekeeper-Policy': 'api', 'X-Ratekeeper-Key': 'c0' }
+      : { 'Content-Type': 'application/json' };
+    const path = kind === 'check' ? '/v1/check' : kind === 'json' ? '/json' : '/v1/auth';
+    const req = request({ host: '127.0.0.1', port, path, method: body === undefined ? 'GET' : 'POST', headers }, (res) => {
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (d: string) => (text += d));
+      res.on('end', () => {
+        if (res.statusCode !== 200) {
+          reject(new Error(`capture ${path}: ${res.statusCode} ${text}`));
+          return;
+        }
+        const own: [string, string][] = [];
+        for (let i = 0; i < res.rawHeaders.length; i += 2) {
+          const name = res.rawHeaders[i];
+          if (!/^(date|connection|keep-alive|content-length|transfer-encoding)$/i.test(name)) own.push([name, res.rawHeaders[i + 1]]);
+        }
+        resolve({ headers: own, body: text });
+      });
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+  return { check: await one('check'), json: await one('json'), auth: await one('auth') };
+}
+
+/** Spread — the median of per-round values and their range. */
+function spread(xs: number[], digits = 2): string {
+  return `${median(xs).toFixed(digits)} (${Math.min(...xs).toFixed(digits)}–${Math.max(...xs).toFixed(digits)})`;
+}
+
+/**
+ * outsideHttp — wrk against the service (memory store) and a bare node:http server sending the service's own bytes,
+ * for POST /v1/check, POST /json (2 descriptors) and GET /v1/auth: each server alone on its core (taskset), wrk on
+ * the other, OUT_ROUNDS rounds with the servers alternated, the median (and range) of the per-round ratios, and each
+ * server's CPU per request from /proc/<pid>/stat over the measured run.
+ */
+async function outsideHttp(): Promise<void> {
+  if (!haveTool('wrk', 'wrk')) return;
+  const script = writeWrkScript(scratchDir());
+  const probe = await start('service');
+  let answers: Record<WrkKind, Answer>;
+  try {
+    answers = await capture(probe.http);
+  } finally {
+    await stop(probe.child);
+  }
+  const kinds: WrkKind[] = ['check', 'json', 'auth'];
+  type Side = 'service' | 'bare';
+  const rate = new Map<string, number[]>();
+  const cpu = new Map<string, number[]>();
+  const push = (m: Map<string, number[]>, k: string, v: number): void => {
+    m.set(k, [...(m.get(k) ?? []), v]);
+  };
+  for (let round = 0; round < OUT_ROUNDS; round++) {
+    for (const kind of kinds) {
+      // alternate which server goes first in each round
+      const sides: Side[] = round % 2 === 0 ? ['service', 'bare'] : ['bare', 'service'];
+      for (const side of sides) {
+        const s = side === 'service' ? await start('service') : await start('bare-http', undefined, { BENCH_ANSWERS: JSON.stringify(answers) });
+        try {
+          await wrk(s.http, kind, OUT_WARMUP, CONNECTIONS, script, LOAD_PIN, false);
+          const before = cpuMicros(s.child.pid!);
+          const r = await wrk(s.http, kind, OUT_SECONDS, CONNECTIONS, script, LOAD_PIN);
+          const used = cpuMicros(s.child.pid!) - before;
+          push(rate, `${side} ${kind}`, r.rate);
+          push(cpu, `${side} ${kind}`, used / r.done);
+        } finally {
+          await stop(s.child);
+        }
+      }
+    }
+    console.error(`wrk round ${round + 1}/${OUT_ROUNDS}: ${kinds.map((k) => `${k} ${fmt(rate.get(`service ${k}`)![round])} vs ${fmt(rate.get(`bare ${k}`)![round])}`).join('; ')}`);
+  }
+  console.log(`\n### wrk: HTTP against a bare node:http server sending the same bytes (wrk -t2 -c${CONNECTIONS}, ${OUT_SECONDS} s per run after ${OUT_WARMUP} s, ${OUT_ROUNDS} rounds, servers alternated)\n`);
+  console.log(PIN ? `Each server alone on CPU ${SERVER_CPU}, wrk on CPU ${LOAD_CPUS}. Ratios: per round, ratekeeper / bare; median (min–max).\n` : 'No CPU pinning. Ratios: per round, ratekeeper / bare; median (min–max).\n');
+  console.log('| endpoint | ratekeeper req/s | bare req/s | throughput ratio | ratekeeper CPU µs/req | bare CPU µs/req | CPU ratio (ratekeeper / bare) | target |');
+  console.log('|---|---:|---:|---:|---:|---:|---:|---|');
+  const names: Record<WrkKind, string> = { check: 'POST /v1/check', json: 'POST /json (2 descriptors)', auth: 'GET /v1/auth' };
+  for (const kind of kinds) {
+    const ours = rate.get(`service ${kind}`)!;
+    const bare = rate.get(`bare ${kind}`)!;
+    const oc = cpu.get(`service ${kind}`)!;
+    const bc = cpu.get(`bare ${kind}`)!;
+    console.log(`| ${names[kind]} | ${fmt(median(ours))} | ${fmt(median(bare))} | ${spread(ours.map((x, i) => x / bare[i]))} | ${spread(oc, 1)} | ${spread(bc, 1)} | ${spread(oc.map((x, i) => x / bc[i]))} | >= 0.8× |`);
+  }
+}
+
+/**
+ * outsideGrpc — h2load against the service's ShouldRateLimit (2 descriptors, memory store) and a bare grpc-js server
+ * answering a constant RateLimitResponse: OUT_ROUNDS alternating rounds, median of per-round ratios, CPU per call
+ * from /proc/<pid>/stat. h2load counts an HTTP 200 as a success whatever the grpc-status trailer says, so each
+ * server counts its answers by status: any status but OK, or fewer OK answers than h2load's successes, voids the run.
+ */
+async function outsideGrpc(): Promise<void> {
+  if (!haveTool('h2load', 'nghttp2-client')) return;
+  const { rlsService } = await import('../src/server/grpc.js');
+  const message = rlsService().ShouldRateLimit.requestSerialize(rlsRequest(1));
+  const frame = writeGrpcFrame(scratchDir(), message);
+  const answers = async (child: ChildProcess): Promise<{ ok: number; other: number }> => {
+    const got = once(child, 'message');
+    child.send('grpc-answers');
+    return ((await got) as [{ ok: number; other: number }])[0];
+  };
+  const sides = ['service', 'bare-grpc'] as const;
+  const rate: Record<string, number[]> = { service: [], 'bare-grpc': [] };
+  const cpu: Record<string, number[]> = { service: [], 'bare-grpc': [] };
+  for (let round = 0; round < OUT_ROUNDS; round++) {
+    for (const side of round % 2 === 0 ? sides : [...sides].reverse()) {
+      const s = await start(side);
+      try {
+        await h2load(s.grpc, OUT_WARMUP, H2_CLIENTS, H2_STREAMS, frame, LOAD_PIN, false);
+        const before = cpuMicros(s.child.pid!);
+        const counted = await answers(s.child);
+        const r = await h2load(s.grpc, OUT_SECONDS, H2_CLIENTS, H2_STREAMS, frame, LOAD_PIN);
+        const used = cpuMicros(s.child.pid!) - before;
+        const after = await answers(s.child);
+        const ok = after.ok - counted.ok;
+        if (after.other > 0) throw new Error(`h2load ${side}: ${after.other} calls answered with a grpc-status other than OK: the run is void`);
+        // calls in flight when h2load stopped may be answered without being counted by it, never the other way round
+        if (ok < r.done) throw new Error(`h2load ${side}: ${r.done} successes counted by h2load, ${ok} OK answers by the server: the run is void`);
+        rate[side].push(r.rate);
+        cpu[side].push(used / ok);
+      } finally {
+        await stop(s.child);
+      }
+    }
+    console.error(`h2load round ${round + 1}/${OUT_ROUNDS}: ratekeeper ${fmt(rate.service[round])}, bare ${fmt(rate['bare-grpc'][round])} calls/s`);
+  }
+  const ratios = rate.service.map((x, i) => x / rate['bare-grpc'][i]);
+  const cpuRatios = cpu.service.map((x, i) => x / cpu['bare-grpc'][i]);
+  console.log(`\n### h2load: gRPC ShouldRateLimit against a bare grpc-js server (h2load -c${H2_CLIENTS} -m${H2_STREAMS}, ${OUT_SECONDS} s per run after ${OUT_WARMUP} s, ${OUT_ROUNDS} rounds, servers alternated)\n`);
+  console.log('Every answer\'s grpc-status checked by the servers\' own counts (h2load counts any HTTP 200 as a success).\n');
+  console.log('| | ratekeeper | bare grpc-js | ratio: median (min–max) | target |');
+  console.log('|---|---:|---:|---:|---|');
+  console.log(`| calls/s | ${fmt(median(rate.service))} | ${fmt(median(rate['bare-grpc']))} | ${spread(ratios)} | >= 0.9× |`);
+  console.log(`| server CPU µs per call | ${spread(cpu.service, 1)} | ${spread(cpu['bare-grpc'], 1)} | ${spread(cpuRatios)} | <= 1.15× |`);
+}
+
 async function main(): Promise<void> {
   if (PIN) spawnSync('taskset', ['-p', '-c', LOAD_CPUS, String(process.pid)]);
   console.log(`The limiter service against bare servers of its protocols; node ${process.version}.`);
   console.log(PIN ? `Servers pinned to CPU ${SERVER_CPU}, the load generator to the others (taskset).` : 'No CPU pinning.');
-  const parts = (process.env.BENCH_PARTS ?? 'throughput,latency,redis').split(',');
+  const parts = (process.env.BENCH_PARTS ?? 'wrk,h2load,throughput,latency,redis').split(',');
+  if (parts.includes('wrk')) await outsideHttp();
+  if (parts.includes('h2load')) await outsideGrpc();
   if (parts.includes('throughput')) await throughput();
   if (parts.includes('latency')) await latency();
   if (parts.includes('redis') && process.env.BENCH_REDIS !== '0') await redis();

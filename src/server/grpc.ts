@@ -8,6 +8,7 @@ import * as protoLoader from '@grpc/proto-loader';
 import { RatekeeperError } from '../core/errors.js';
 import { BadRequest, type RlsRequest, type RlsResponse } from './rls.js';
 import { scanRequest } from './rlsWire.js';
+import { canEncode, encodeResponse } from './rlsEncode.js';
 import type { RateLimitService } from './service.js';
 import type { Metrics } from './metrics.js';
 
@@ -46,14 +47,18 @@ class Malformed {
  * tolerant — the service definition with decoders that never throw: grpc-js answers a decoder's throw with INTERNAL,
  * and malformed bytes are the client's mistake, so they decode to a {@link Malformed} the handler refuses. The
  * bytes are scanned first ({@link scanRequest}): a message past the descriptor, entry or field bounds, or with a
- * string that is not UTF-8, decodes to the BadRequest the handler answers, without protobufjs ever seeing it.
+ * string that is not UTF-8, decodes to the BadRequest the handler answers, without protobufjs ever seeing it. A
+ * response is encoded by {@link encodeResponse}.
  */
 function tolerant(def: grpc.ServiceDefinition): grpc.ServiceDefinition {
   const out: Record<string, grpc.MethodDefinition<unknown, unknown>> = {};
   for (const [name, m] of Object.entries(def)) {
     const decode = m.requestDeserialize;
+    const encode = m.responseSerialize;
     out[name] = {
       ...m,
+      // the service's responses are written by rlsEncode (protobufjs's bytes, without its objects)
+      responseSerialize: (r: unknown) => (canEncode(r as RlsResponse) ? encodeResponse(r as RlsResponse) : encode(r)),
       requestDeserialize: (bytes: Buffer) => {
         const refused = scanRequest(bytes);
         if (refused !== undefined) return refused;
@@ -256,7 +261,7 @@ export class GrpcFront {
     stream.close(http2.constants.NGHTTP2_NO_ERROR);
   };
 
-  /** queue — calls whose request is in and not yet decided: [call, callback, metrics timer] triples, in arrival order. */
+  /** queue — calls whose request is in and not yet decided: [call, callback, start (performance.now(), ms)] triples, in arrival order. */
   private queue: unknown[] = [];
   /** spare — the other queue array, swapped in while one is being decided (no array allocated per turn). */
   private spare: unknown[] = [];
@@ -272,7 +277,7 @@ export class GrpcFront {
    */
   private readonly shouldRateLimit = (call: grpc.ServerUnaryCall<RlsRequest, RlsResponse>, callback: grpc.sendUnaryData<RlsResponse>): void => {
     this.inFlight++;
-    this.queue.push(call, callback, this.metrics?.time('grpc'));
+    this.queue.push(call, callback, this.metrics === undefined ? 0 : performance.now());
     if (!this.scheduled) {
       this.scheduled = true;
       setImmediate(this.drain);
@@ -286,47 +291,54 @@ export class GrpcFront {
     this.scheduled = false;
     try {
       for (let i = 0; i < q.length; i += 3) {
-        this.decideCall(q[i] as grpc.ServerUnaryCall<RlsRequest, RlsResponse>, q[i + 1] as grpc.sendUnaryData<RlsResponse>, q[i + 2] as ((code: string) => void) | undefined);
+        this.decideCall(q[i] as grpc.ServerUnaryCall<RlsRequest, RlsResponse>, q[i + 1] as grpc.sendUnaryData<RlsResponse>, q[i + 2] as number);
       }
     } finally {
       q.length = 0;
     }
   };
 
-  /** decideCall — one call: not decided when its client is gone, refused when its request is bad, else decided. */
-  private decideCall(call: grpc.ServerUnaryCall<RlsRequest, RlsResponse>, callback: grpc.sendUnaryData<RlsResponse>, done: ((code: string) => void) | undefined): void {
+  /**
+   * decideCall — one call: not decided when its client is gone, refused when its request is bad, else decided;
+   * `start` — when it arrived (performance.now(), ms; for the latency histogram). No closure per call when the
+   * store answers in this tick (the memory store).
+   */
+  private decideCall(call: grpc.ServerUnaryCall<RlsRequest, RlsResponse>, callback: grpc.sendUnaryData<RlsResponse>, start: number): void {
     // a call whose client is gone (RST_STREAM, connection closed) is not decided, so nothing is charged
     if (call.cancelled) {
       this.inFlight--;
       this.cancelled++;
-      done?.('CANCELLED');
+      this.metrics?.answered('grpc', 'CANCELLED', start);
       return;
     }
-    const answered = (r: RlsResponse): void => {
-      this.inFlight--;
-      done?.(r.overall_code);
-      callback(null, r);
-    };
-    const failed = (e: unknown): void => {
-      this.inFlight--;
-      const bad = e instanceof BadRequest || (e instanceof RatekeeperError && e.code === 'ERR_ARGUMENT');
-      if (bad) this.metrics?.badRequest('grpc');
-      else this.log(`grpc: ShouldRateLimit failed: ${(e as Error)?.stack ?? String(e)}`);
-      done?.(bad ? 'INVALID_ARGUMENT' : 'INTERNAL');
-      callback({ code: bad ? grpc.status.INVALID_ARGUMENT : grpc.status.INTERNAL, details: (e as Error)?.message ?? String(e) });
-    };
     let r: RlsResponse | Promise<RlsResponse>;
     try {
       if (call.request instanceof BadRequest) throw call.request;
       if (call.request instanceof Malformed) throw new BadRequest('request', `is not a RateLimitRequest in protobuf: ${call.request.reason}`);
       r = this.service.decide(call.request);
     } catch (e) {
-      failed(e);
+      this.failed(callback, e, start);
       return;
     }
     // the memory store answers in this tick; Redis once its reply is in
-    if (r instanceof Promise) r.then(answered, failed);
-    else answered(r);
+    if (r instanceof Promise) r.then((x) => this.answered(callback, x, start), (e: unknown) => this.failed(callback, e, start));
+    else this.answered(callback, r, start);
+  }
+
+  private answered(callback: grpc.sendUnaryData<RlsResponse>, r: RlsResponse, start: number): void {
+    this.inFlight--;
+    this.metrics?.answered('grpc', r.overall_code, start);
+    callback(null, r);
+  }
+
+  /** failed — a call that threw: INVALID_ARGUMENT naming the field for bad input, else INTERNAL (logged). */
+  private failed(callback: grpc.sendUnaryData<RlsResponse>, e: unknown, start: number): void {
+    this.inFlight--;
+    const bad = e instanceof BadRequest || (e instanceof RatekeeperError && e.code === 'ERR_ARGUMENT');
+    if (bad) this.metrics?.badRequest('grpc');
+    else this.log(`grpc: ShouldRateLimit failed: ${(e as Error)?.stack ?? String(e)}`);
+    this.metrics?.answered('grpc', bad ? 'INVALID_ARGUMENT' : 'INTERNAL', start);
+    callback({ code: bad ? grpc.status.INVALID_ARGUMENT : grpc.status.INTERNAL, details: (e as Error)?.message ?? String(e) });
   }
 
   /** sockets — the connections open now (TCP sockets under TLS too). */

@@ -6,9 +6,9 @@ import { RatekeeperError } from '../core/errors.js';
 import { seconds } from '../http/headers.js';
 import { MAX_AMOUNT } from '../core/rules.js';
 import { jsonValuesOver } from './jsonScan.js';
-import { BadRequest, preview, requestFromJson, responseToJson, wellFormed, type RlsResponse } from './rls.js';
+import { BadRequest, preview, requestFromJson, responseJson, wellFormed, type RlsResponse } from './rls.js';
 import { MAX_KEY_LENGTH } from '../limiter.js';
-import { policyKey, type RateLimitService } from './service.js';
+import type { RateLimitService } from './service.js';
 import type { Api, Metrics } from './metrics.js';
 
 /** MAX_BODY — the largest request body read, in bytes (gRPC's default message limit); larger is a 413. */
@@ -47,6 +47,62 @@ export interface HttpFrontOptions {
   tls?: TlsOptions;
 }
 
+/** POST, GET_HEAD, AUTH_METHODS — the methods an endpoint takes (constants: no array per request). */
+const POST: readonly string[] = ['POST'];
+const GET_HEAD: readonly string[] = ['GET', 'HEAD'];
+const AUTH_METHODS: readonly string[] = ['GET', 'POST', 'HEAD'];
+
+/** STATUS_TEXT — the status codes the listener answers, as the latency histogram's `code` label. */
+const STATUS_TEXT: Record<number, string> = { 200: '200', 400: '400', 403: '403', 404: '404', 413: '413', 429: '429', 500: '500' };
+
+function statusText(code: number): string {
+  return STATUS_TEXT[code] ?? String(code);
+}
+
+/**
+ * BodyRead — one request body being read: its chunks (at most MAX_BODY bytes), then handed to HttpFront.answer.
+ * `data`, `error` and `end` are the request's listeners, bound once per read (the listener needs its read).
+ */
+class BodyRead {
+  private chunks: Buffer[] | undefined;
+  private first: Buffer | undefined;
+  private size = 0;
+  /** over — the body passed MAX_BODY (answered 413) or the request failed: nothing more is read or answered. */
+  private over = false;
+
+  constructor(private readonly front: HttpFront, private readonly res: ServerResponse, private readonly api: 'json' | 'check') {}
+
+  readonly data = (c: Buffer): void => {
+    this.size += c.length;
+    if (this.size > MAX_BODY) {
+      if (!this.over) {
+        this.over = true;
+        this.front.tooLarge(this.res, this.api);
+      }
+      return;
+    }
+    // one chunk (the common case: a small body arrives with its headers) is kept without an array
+    if (this.first === undefined) this.first = c;
+    else (this.chunks ??= [this.first]).push(c);
+  };
+
+  readonly error = (): void => {
+    if (!this.over) this.front.inFlight--;
+    this.over = true;
+  };
+
+  readonly end = (): void => {
+    if (this.over) {
+      this.front.inFlight--;
+      return;
+    }
+    const raw = this.chunks !== undefined ? Buffer.concat(this.chunks, this.size) : this.first ?? EMPTY;
+    this.front.answer(raw, this.res, this.api);
+  };
+}
+
+const EMPTY = Buffer.alloc(0);
+
 /**
  * HttpFront — the HTTP listener: `POST /json` (envoyproxy/ratelimit's JSON form of ShouldRateLimit), `POST /v1/check`
  * (the native API), `GET /healthcheck`, `GET /metrics`. Every malformed request is a 4xx naming what is wrong; the
@@ -79,27 +135,27 @@ export class HttpFront {
     const path = q < 0 ? url : url.slice(0, q);
     switch (path) {
       case '/json':
-        if (!this.method(req, res, 'POST')) return;
-        this.body(req, res, 'json', (body) => this.json(body, res));
+        if (!this.method(req, res, POST)) return;
+        this.body(req, res, 'json');
         return;
       case '/v1/check':
-        if (!this.method(req, res, 'POST')) return;
-        this.body(req, res, 'check', (body) => this.check(body, res));
+        if (!this.method(req, res, POST)) return;
+        this.body(req, res, 'check');
         return;
       case '/v1/auth':
-        if (!this.method(req, res, 'GET', 'POST', 'HEAD')) return;
+        if (!this.method(req, res, AUTH_METHODS)) return;
         req.resume();
         this.auth(req, res);
         return;
       case '/healthcheck':
-        if (!this.method(req, res, 'GET', 'HEAD')) return;
+        if (!this.method(req, res, GET_HEAD)) return;
         Promise.resolve()
           .then(() => this.options.healthy())
           .then((h) => (typeof h === 'boolean' ? { ok: h, text: h ? 'OK' : 'NOT OK' } : h), (e: unknown) => ({ ok: false, text: `NOT OK\n${String(e)}` }))
           .then((h) => send(res, h.ok ? 200 : 500, 'text/plain; charset=utf-8', h.text));
         return;
       case '/metrics': {
-        if (!this.method(req, res, 'GET', 'HEAD')) return;
+        if (!this.method(req, res, GET_HEAD)) return;
         const m = this.options.metrics;
         if (m === undefined) {
           fail(res, 404, 'path', 'metrics are off');
@@ -113,7 +169,7 @@ export class HttpFront {
     }
   }
 
-  private method(req: IncomingMessage, res: ServerResponse, ...allowed: string[]): boolean {
+  private method(req: IncomingMessage, res: ServerResponse, allowed: readonly string[]): boolean {
     if (allowed.includes(req.method ?? '')) return true;
     res.setHeader('Allow', allowed.join(', '));
     fail(res, 405, 'method', `${req.method} is not allowed here; use ${allowed.join(' or ')}`);
@@ -121,79 +177,72 @@ export class HttpFront {
     return false;
   }
 
-  /** body — reads a JSON body (at most MAX_BODY bytes), then answers with `then`; a bad body is a 4xx. */
-  private body(req: IncomingMessage, res: ServerResponse, api: Api, then: (body: unknown) => void | Promise<void>): void {
+  /**
+   * body — reads a JSON body (at most MAX_BODY bytes), then answers it as `api` (/json or /v1/check); a bad body is a
+   * 4xx. The request's state is one {@link BodyRead} whose listeners are shared functions (no closure per request).
+   */
+  private body(req: IncomingMessage, res: ServerResponse, api: 'json' | 'check'): void {
     this.inFlight++;
-    const chunks: Buffer[] = [];
-    let size = 0;
-    let over = false;
-    const finish = (): void => {
+    const r = new BodyRead(this, res, api);
+    req.on('data', r.data);
+    req.on('error', r.error);
+    req.on('end', r.end);
+  }
+
+  /**
+   * answer — a whole body of `api`, read: scanned, parsed and decided (BodyRead's end). Answered in this tick when the
+   * store is synchronous (the memory store): no promise between the body and the answer.
+   */
+  answer(raw: Buffer, res: ServerResponse, api: 'json' | 'check'): void {
+    const metrics = this.options.metrics;
+    // counted and its depth bounded before JSON.parse builds it: 500 000 `{}` cost 140–260 ms to parse (jsonScan.ts)
+    const problem = jsonValuesOver(raw);
+    if (problem !== undefined) {
+      metrics?.badRequest(api);
+      fail(res, 400, problem.field, problem.message);
       this.inFlight--;
-    };
-    req.on('data', (c: Buffer) => {
-      size += c.length;
-      if (size > MAX_BODY) {
-        if (!over) {
-          over = true;
-          this.options.metrics?.badRequest(api);
-          res.setHeader('Connection', 'close');
-          fail(res, 413, 'body', `is larger than ${MAX_BODY} bytes`);
-        }
-        return;
-      }
-      chunks.push(c);
-    });
-    req.on('error', () => {
-      if (!over) finish();
-      over = true;
-    });
-    req.on('end', () => {
-      if (over) {
-        finish();
-        return;
-      }
-      let body: unknown;
-      const raw = chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, size);
-      // counted and its depth bounded before JSON.parse builds it: 500 000 `{}` cost 140–260 ms to parse (jsonScan.ts)
-      const problem = jsonValuesOver(raw);
-      if (problem !== undefined) {
-        this.options.metrics?.badRequest(api);
-        fail(res, 400, problem.field, problem.message);
-        finish();
-        return;
-      }
-      try {
-        body = JSON.parse(raw.toString('utf8'));
-      } catch (e) {
-        this.options.metrics?.badRequest(api);
-        fail(res, 400, 'body', `is not JSON: ${(e as Error).message}`);
-        finish();
-        return;
-      }
-      const done = this.options.metrics?.time(api);
-      const failed = (e: unknown): void => {
-        this.failed(res, api, e);
-        done?.(String(res.statusCode));
-        finish();
-      };
-      let p: void | Promise<void>;
-      try {
-        p = then(body);
-      } catch (e) {
-        failed(e);
-        return;
-      }
-      if (p === undefined) {
-        // answered in this tick (the memory store): no promise between the body and the answer
-        done?.(String(res.statusCode));
-        finish();
-        return;
-      }
-      p.then(() => {
-        done?.(String(res.statusCode));
-        finish();
-      }, failed);
-    });
+      return;
+    }
+    let body: unknown;
+    try {
+      body = JSON.parse(raw.toString('utf8'));
+    } catch (e) {
+      metrics?.badRequest(api);
+      fail(res, 400, 'body', `is not JSON: ${(e as Error).message}`);
+      this.inFlight--;
+      return;
+    }
+    const start = metrics === undefined ? 0 : performance.now();
+    let p: void | Promise<void>;
+    try {
+      p = api === 'json' ? this.json(body, res) : this.check(body, res);
+    } catch (e) {
+      this.answerFailed(res, api, e, start);
+      return;
+    }
+    if (p === undefined) {
+      this.answered(res, api, start);
+      return;
+    }
+    p.then(() => this.answered(res, api, start), (e: unknown) => this.answerFailed(res, api, e, start));
+  }
+
+  /** answered — a call answered: timed (from `start`, performance.now()) and no longer in flight. */
+  private answered(res: ServerResponse, api: Api, start: number): void {
+    this.options.metrics?.answered(api, statusText(res.statusCode), start);
+    this.inFlight--;
+  }
+
+  private answerFailed(res: ServerResponse, api: Api, e: unknown, start: number): void {
+    this.failed(res, api, e);
+    this.answered(res, api, start);
+  }
+
+  /** tooLarge — a body past MAX_BODY: 413, and its connection closed (BodyRead's data). */
+  tooLarge(res: ServerResponse, api: Api): void {
+    this.options.metrics?.badRequest(api);
+    res.setHeader('Connection', 'close');
+    fail(res, 413, 'body', `is larger than ${MAX_BODY} bytes`);
   }
 
   /** json — answers at once when the store is synchronous, else once the decision is made. Throws on bad input. */
@@ -206,7 +255,7 @@ export class HttpFront {
   private check(body: unknown, res: ServerResponse): void | Promise<void> {
     if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new BadRequest('body', 'must be a JSON object { "policy", "key", "cost"? }');
     const b = body as Record<string, unknown>;
-    for (const k of Object.keys(b)) if (k !== 'policy' && k !== 'key' && k !== 'cost') throw new BadRequest(k, 'is not a field of a check: { "policy", "key", "cost"? }');
+    for (const k in b) if (k !== 'policy' && k !== 'key' && k !== 'cost') throw new BadRequest(k, 'is not a field of a check: { "policy", "key", "cost"? }');
     if (typeof b.policy !== 'string' || b.policy === '') throw new BadRequest('policy', `must be a non-empty string, got ${preview(b.policy)}`);
     if (typeof b.key !== 'string' || b.key === '') throw new BadRequest('key', `must be a non-empty string, got ${preview(b.key)}`);
     if (!wellFormed(b.key)) throw new BadRequest('key', 'has a lone surrogate: it is not a Unicode string (distinct keys would share one counter)');
@@ -233,35 +282,50 @@ export class HttpFront {
    */
   private auth(req: IncomingMessage, res: ServerResponse): void {
     this.inFlight++;
-    const done = this.options.metrics?.time('auth');
-    const h = req.headers;
-    const one = (name: string): string | undefined => {
-      const v = h[name];
-      return Array.isArray(v) ? v[0] : v;
-    };
-    const run = async (): Promise<void> => {
+    const start = this.options.metrics === undefined ? 0 : performance.now();
+    let policy: string;
+    let d: Decision | Promise<Decision>;
+    try {
       const twice = repeated(req.rawHeaders);
       if (twice !== undefined) throw new BadRequest(twice, 'header is sent more than once: node would join the copies with ", " into one key of its own (a client that adds its own copy would get a fresh budget)');
-      const policy = one('x-ratekeeper-policy');
-      const key = one('x-ratekeeper-key');
-      const costText = one('x-ratekeeper-cost');
-      if (policy === undefined || policy === '') throw new BadRequest('X-Ratekeeper-Policy', 'header is missing');
+      const h = req.headers;
+      const p = one(h['x-ratekeeper-policy']);
+      const key = one(h['x-ratekeeper-key']);
+      const costText = one(h['x-ratekeeper-cost']);
+      if (p === undefined || p === '') throw new BadRequest('X-Ratekeeper-Policy', 'header is missing');
       if (key === undefined || key === '') throw new BadRequest('X-Ratekeeper-Key', 'header is missing');
       // a decimal number only: Number() would also read 0x10, 0b11 and 1e2
       const cost = costText === undefined ? 1 : DECIMAL.test(costText) ? Number(costText) : NaN;
       if (!Number.isFinite(cost) || cost < 0 || cost > MAX_AMOUNT) throw new BadRequest('X-Ratekeeper-Cost', `must be a finite number from 0 to ${MAX_AMOUNT}, got ${JSON.stringify(costText)}`);
-      checkKey(policy, key, 'X-Ratekeeper-Key');
-      const d = await this.options.service.check(policy, key, cost);
-      this.decisionHeaders(res, policy, d);
-      if (res.headersSent) return;
-      res.statusCode = d.allowed ? 200 : 403;
-      res.setHeader('Content-Length', 0);
-      res.end();
-    };
-    run().catch((e: unknown) => this.failed(res, 'auth', e)).finally(() => {
-      done?.(String(res.statusCode));
-      this.inFlight--;
-    });
+      checkKey(p, key, 'X-Ratekeeper-Key');
+      policy = p;
+      // answered in this tick when the store is synchronous (the memory store), as /v1/check
+      d = this.options.service.checkNow(policy, key, cost);
+    } catch (e) {
+      this.answerFailed(res, 'auth', e, start);
+      return;
+    }
+    if (d instanceof Promise) {
+      d.then((x) => {
+        this.writeAuth(res, policy, x);
+        this.answered(res, 'auth', start);
+      }, (e: unknown) => this.answerFailed(res, 'auth', e, start));
+      return;
+    }
+    this.writeAuth(res, policy, d);
+    this.answered(res, 'auth', start);
+  }
+
+  /**
+   * writeAuth — /v1/auth's answer: 200 when admitted, 403 when refused, the decision in its headers and no body (a
+   * proxy keeps its connection: Caddy opened a new one per check while a body came with the answer).
+   */
+  private writeAuth(res: ServerResponse, policy: string, d: Decision): void {
+    this.decisionHeaders(res, policy, d);
+    if (res.headersSent) return;
+    res.statusCode = d.allowed ? 200 : 403;
+    res.setHeader('Content-Length', 0);
+    res.end();
   }
 
   /** decisionHeaders — RateLimit-Policy, RateLimit and (when refused) Retry-After for a native decision. */
@@ -330,21 +394,46 @@ export class HttpFront {
 
 /** checkKey — a client key the store can take under its policy's namespace, else a BadRequest naming `field` (not the body). */
 function checkKey(policy: string, key: string, field: string): void {
-  const n = policyKey(policy, key).length;
+  // the length of policyKey(policy, key) (`<length>:<policy>:<key>`), without building it
+  const p = policy.length;
+  const n = (p < 10 ? 1 : p < 100 ? 2 : String(p).length) + p + key.length + 2;
   if (n > MAX_KEY_LENGTH) throw new BadRequest(field, `is too long: ${key.length} characters, with the policy's name at most ${MAX_KEY_LENGTH} are accepted`);
 }
 
 /** writeRls — an RLS response as envoyproxy/ratelimit's /json answers it: 200 OK, 429 OVER_LIMIT, 500 otherwise. */
 function writeRls(res: ServerResponse, r: RlsResponse): void {
-  send(res, r.overall_code === 'OVER_LIMIT' ? 429 : r.overall_code === 'OK' ? 200 : 500, 'application/json', JSON.stringify(responseToJson(r)));
+  send(res, r.overall_code === 'OVER_LIMIT' ? 429 : r.overall_code === 'OK' ? 200 : 500, 'application/json', responseJson(r));
 }
 
 /** decisionJson — a Decision as JSON; an infinite wait (a block without end, a cost no rule can ever admit) is null. */
 export function decisionJson(d: Decision): string {
   // JSON has no Infinity: only a wait can be infinite, so the replacer is needed only then
-  return d.retryAfter === Infinity || d.resetAfter === Infinity || d.rules.some((r) => r.retryAfter === Infinity || r.resetAfter === Infinity)
-    ? JSON.stringify(d, (_k, v: unknown) => (v === Infinity ? null : v))
-    : JSON.stringify(d);
+  if (d.retryAfter === Infinity || d.resetAfter === Infinity || d.rules.some((r) => r.retryAfter === Infinity || r.resetAfter === Infinity)) {
+    return JSON.stringify(d, (_k, v: unknown) => (v === Infinity ? null : v));
+  }
+  return d.blockReason === undefined && d.fallback === undefined ? decisionText(d) : JSON.stringify(d);
+}
+
+/**
+ * decisionText — JSON.stringify(d), byte for byte, for a decision of finite numbers without blockReason or fallback,
+ * written by hand: a third of JSON.stringify's time (which looks up every key and checks every value's type). The
+ * members in the order the library builds a Decision and a RuleOutcome; `rate` and `delay` only when defined.
+ * A test holds it to JSON.stringify for every kind of decision (test/server/speed.test.ts).
+ */
+function decisionText(d: Decision): string {
+  let s = `{"allowed":${d.allowed},"reason":"${d.reason}","limit":${d.limit},"remaining":${d.remaining},"retryAfter":${d.retryAfter},"resetAfter":${d.resetAfter}`;
+  if (d.rate !== undefined) s += `,"rate":${d.rate}`;
+  if (d.delay !== undefined) s += `,"delay":${d.delay}`;
+  s += ',"rules":[';
+  const rules = d.rules;
+  for (let i = 0; i < rules.length; i++) {
+    const r = rules[i];
+    s += `${i === 0 ? '' : ','}{"name":${JSON.stringify(r.name)},"algorithm":"${r.algorithm}","allowed":${r.allowed},"limit":${r.limit},"remaining":${r.remaining},"retryAfter":${r.retryAfter},"resetAfter":${r.resetAfter}`;
+    if (r.rate !== undefined) s += `,"rate":${r.rate}`;
+    if (r.delay !== undefined) s += `,"delay":${r.delay}`;
+    s += '}';
+  }
+  return `${s}]}`;
 }
 
 function send(res: ServerResponse, status: number, type: string, body: string): void {
@@ -357,6 +446,11 @@ function send(res: ServerResponse, status: number, type: string, body: string): 
 
 function fail(res: ServerResponse, status: number, field: string, message: string): void {
   send(res, status, 'application/json', JSON.stringify({ error: message.startsWith(`${field}:`) ? message : `${field}: ${message}`, field }));
+}
+
+/** one — a request header's value (the first, were it repeated). */
+function one(v: string | string[] | undefined): string | undefined {
+  return Array.isArray(v) ? v[0] : v;
 }
 
 /** AUTH_HEADERS — the headers GET /v1/auth reads, as a proxy spells them in its messages. */

@@ -1,5 +1,6 @@
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
 import type { Decision } from '../core/types.js';
+import { FastHistogram, type Series } from './histogram.js';
 
 /** Outcome — what one rule's hit counts as: envoy's within/near/over limit and shadow mode, plus the library's reasons. */
 export type Outcome = 'within_limit' | 'near_limit' | 'over_limit' | 'shadow_mode' | 'blocked' | 'exempt' | 'store_unavailable';
@@ -28,8 +29,21 @@ export interface MetricsOptions {
 /** OVERFLOW — the `limit` label of request-made metric keys past MetricsOptions.maxSeries. */
 export const OVERFLOW = '(overflow)';
 
-/** RuleChildren — one rule's counter children by outcome, for one (domain, limit). */
-type RuleChildren = { rule: string; children: Map<Outcome, { inc(n: number): void }> };
+/** OUTCOMES — every Outcome, by the index {@link outcomeOf} returns. */
+const OUTCOMES: readonly Outcome[] = ['within_limit', 'near_limit', 'over_limit', 'shadow_mode', 'blocked', 'exempt', 'store_unavailable'];
+
+/**
+ * Tally — one series of ratekeeper_decisions_total: `pending` — hits counted since the last scrape, added to its
+ * prom-client child (`child`) only when the registry is read. A decision then costs one addition; prom-client's
+ * `inc` checks and hashes the label set on every call, even through a child of labels().
+ */
+interface Tally {
+  pending: number;
+  readonly child: { inc(n: number): void };
+}
+
+/** RuleChildren — one rule's tallies by outcome index (OUTCOMES), for one (domain, limit). */
+type RuleChildren = { rule: string; tallies: (Tally | undefined)[] };
 
 /**
  * Metrics — the service's Prometheus metrics (prom-client, own registry). Label values come from the configuration
@@ -43,13 +57,14 @@ export class Metrics {
   private readonly storeErrors: Counter;
   private readonly configLoads: Counter<'result'>;
   private readonly configTime: Gauge;
-  private readonly latency: Histogram<'api' | 'code'>;
+  private readonly latency: FastHistogram;
   private readonly badRequests: Counter<'api'>;
   /**
-   * children — counter children by domain, limit, rule position and outcome (prom-client's labels() hashes its labels
-   * on every call; these lookups do not build a string).
+   * children — decision tallies by domain, limit, rule position and outcome (these lookups do not build a string);
+   * tallies — every one of them, added to prom-client at each scrape (flush).
    */
   private readonly children = new Map<string, Map<string, RuleChildren[]>>();
+  private readonly tallies: Tally[] = [];
   /** maxSeries — see MetricsOptions; requestSeries — request-made limit label values in `children` (<= maxSeries). */
   readonly maxSeries: number;
   private requestSeries = 0;
@@ -67,14 +82,16 @@ export class Metrics {
     this.decisions = new Counter({
       name: 'ratekeeper_decisions_total', help: 'Hits decided, by domain (or "policy"), limit, rule and outcome (hits_addend and cost count)',
       labelNames: ['domain', 'limit', 'rule', 'outcome'] as const, registers,
+      // the hits tallied since the last scrape are added when the registry is read (see Tally)
+      collect: () => this.flush(),
     });
     this.storeErrors = new Counter({ name: 'ratekeeper_store_errors_total', help: 'Decisions answered by the failure policy because the store failed (refused, admitted, or decided on the local fallback)', registers });
     this.configLoads = new Counter({ name: 'ratekeeper_config_loads_total', help: 'Configuration loads, by result', labelNames: ['result'] as const, registers });
     this.configTime = new Gauge({ name: 'ratekeeper_config_last_load_timestamp_seconds', help: 'When the configuration in force was loaded', registers });
-    this.latency = new Histogram({
-      name: 'ratekeeper_request_duration_seconds', help: 'Time to answer a call, by front end and status',
-      labelNames: ['api', 'code'] as const, buckets: [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1], registers,
-    });
+    this.latency = new FastHistogram(
+      'ratekeeper_request_duration_seconds', 'Time to answer a call, by front end and status',
+      [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1], registers,
+    );
     this.badRequests = new Counter({ name: 'ratekeeper_bad_requests_total', help: 'Calls refused as malformed (400, INVALID_ARGUMENT)', labelNames: ['api'] as const, registers });
     this.overflows = new Counter({
       name: 'ratekeeper_metric_series_overflow_total',
@@ -119,13 +136,23 @@ export class Metrics {
       const name = rule ?? r.name;
       const outcome = outcomeOf(d, r.allowed, r.limit, r.remaining);
       let byOutcome = byRule[i];
-      if (byOutcome === undefined || byOutcome.rule !== name) byRule[i] = byOutcome = { rule: name, children: new Map() };
-      let c = byOutcome.children.get(outcome);
-      if (c === undefined) {
-        c = this.decisions.labels(domain, limit, name, outcome);
-        byOutcome.children.set(outcome, c);
+      if (byOutcome === undefined || byOutcome.rule !== name) byRule[i] = byOutcome = { rule: name, tallies: [] };
+      let t = byOutcome.tallies[outcome];
+      if (t === undefined) {
+        t = { pending: 0, child: this.decisions.labels(domain, limit, name, OUTCOMES[outcome]) };
+        byOutcome.tallies[outcome] = t;
+        this.tallies.push(t);
       }
-      c.inc(n);
+      t.pending += n;
+    }
+  }
+
+  /** flush — adds every tally's pending hits to its prom-client child (at a scrape). */
+  private flush(): void {
+    for (const t of this.tallies) {
+      if (t.pending === 0) continue;
+      t.child.inc(t.pending);
+      t.pending = 0;
     }
   }
 
@@ -166,21 +193,25 @@ export class Metrics {
     if (ok) this.configTime.set(at / 1000);
   }
 
-  /** timers — histogram children by api and code (labels() hashes its labels on every call). */
-  private readonly timers = new Map<string, { observe(v: number): void }>();
+  /** timers — latency series by api, then by code. */
+  private readonly timers = new Map<Api, Map<string, Series>>();
 
   /** time — starts timing a call; the returned function records it with its status. */
   time(api: Api): (code: string) => void {
     const start = performance.now();
-    return (code) => {
-      const k = `${api} ${code}`;
-      let h = this.timers.get(k);
-      if (h === undefined) {
-        h = this.latency.labels(api, code);
-        this.timers.set(k, h);
-      }
-      h.observe((performance.now() - start) / 1000);
-    };
+    return (code) => this.answered(api, code, start);
+  }
+
+  /**
+   * answered — records a call of `api` answered with `code`, started at `start` (performance.now(), ms): `time`
+   * without a closure per call, for the request paths.
+   */
+  answered(api: Api, code: string, start: number): void {
+    let byCode = this.timers.get(api);
+    if (byCode === undefined) this.timers.set(api, (byCode = new Map()));
+    let s = byCode.get(code);
+    if (s === undefined) byCode.set(code, (s = this.latency.series({ api, code })));
+    s.observe((performance.now() - start) / 1000);
   }
 
   badRequest(api: Api): void {
@@ -197,15 +228,16 @@ export class Metrics {
   }
 }
 
-function outcomeOf(d: Decision, allowed: boolean, limit: number, remaining: number): Outcome {
+/** outcomeOf — what one rule's hit counts as, by its index in OUTCOMES. */
+function outcomeOf(d: Decision, allowed: boolean, limit: number, remaining: number): number {
   switch (d.reason) {
-    case 'store-unavailable': return 'store_unavailable';
-    case 'blocked': return 'blocked';
-    case 'exempt': return 'exempt';
+    case 'store-unavailable': return 6;
+    case 'blocked': return 4;
+    case 'exempt': return 5;
     default:
   }
-  if (!allowed) return d.reason === 'dry-run' ? 'shadow_mode' : 'over_limit';
-  return limit - remaining > Math.floor(limit * NEAR) ? 'near_limit' : 'within_limit';
+  if (!allowed) return d.reason === 'dry-run' ? 3 : 2;
+  return limit - remaining > Math.floor(limit * NEAR) ? 1 : 0;
 }
 
 /**
