@@ -4,6 +4,10 @@
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { execFileSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import fc from 'fast-check';
 import { limiter, rules, memoryStore, checkAll, Policy, type MemoryTable, type RuleConfig } from '../../src/index.js';
 import { ALGORITHMS, T0, MINUTE, lowered, raised, rule, make, spend } from '../conformance/succession.js';
@@ -250,5 +254,24 @@ describe('the cost of a conversion', () => {
     assert.equal((lim.bound as MemoryTable).size, 100_000);
     console.log(`# converted 100 000 gcra clients in ${ms.toFixed(1)} ms`);
     assert.ok(ms < 200, `${ms} ms`);
+  });
+});
+
+describe('docs/limiter.md', () => {
+  it('its example runs and prints what its comments say', () => {
+    const root = fileURLToPath(new URL('../../../', import.meta.url));
+    const doc = readFileSync(join(root, 'docs/limiter.md'), 'utf8');
+    const code = /```js\n([\s\S]*?)\n```/.exec(doc)?.[1];
+    assert.ok(code !== undefined, 'a js block');
+    // inside the package, so that 'ratekeeper' resolves to it by its own name
+    const dir = mkdtempSync(join(root, 'dist', '.doc-limiter-'));
+    try {
+      writeFileSync(join(dir, 'example.mjs'), code);
+      const out = execFileSync(process.execPath, [join(dir, 'example.mjs')], { encoding: 'utf8', timeout: 20_000 });
+      const expected = [...code.matchAll(/\/\/ (true true|false 25 false)/g)].map((m) => m[1]);
+      assert.deepEqual(out.trim().split('\n'), expected);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
