@@ -8,6 +8,7 @@ import { BadRequest, type RlsRequest, type RlsResponse } from './rls.js';
 import { scanRequest } from './rlsWire.js';
 import type { RateLimitService } from './service.js';
 import type { Metrics } from './metrics.js';
+import { ResetGuard } from './resetGuard.js';
 
 /**
  * PROTO — rls.proto at run time: beside this module when it runs from source, else in src/ of the package
@@ -164,6 +165,8 @@ export class GrpcFront {
   cancelled = 0;
   /** expired — streams answered DEADLINE_EXCEEDED and reset because their request did not arrive in time. */
   expired = 0;
+  /** resets — HTTP/2 rapid reset: a connection whose client resets too many unanswered streams is closed (resetGuard.ts). */
+  readonly resets = new ResetGuard();
   /** arrivals — the streams still waiting for their request (undefined when requestTimeout is 0). */
   private readonly arrivals: Arrivals | undefined;
   private readonly requestTimeout: number;
@@ -292,10 +295,11 @@ export class GrpcFront {
           return;
         }
         this.port = bound;
-        if (this.arrivals !== undefined) {
-          const servers = http2ServersOf(this.server);
-          if (servers === undefined || servers.length === 0) this.log('grpc: cannot reach grpc-js\'s HTTP/2 server: requests are not held to requestTimeout');
-          else for (const s of servers) if (!s.listeners('stream').includes(this.arrivals.add)) s.on('stream', this.arrivals.add);
+        const servers = http2ServersOf(this.server);
+        if (servers === undefined || servers.length === 0) this.log('grpc: cannot reach grpc-js\'s HTTP/2 server: requests are not held to requestTimeout, rapid reset is not bounded');
+        else {
+          for (const s of servers) if (!s.listeners('stream').includes(this.resets.add)) s.on('stream', this.resets.add);
+          if (this.arrivals !== undefined) for (const s of servers) if (!s.listeners('stream').includes(this.arrivals.add)) s.on('stream', this.arrivals.add);
         }
         resolve(bound);
       });
