@@ -9,6 +9,7 @@ import { scanRequest } from './rlsWire.js';
 import type { RateLimitService } from './service.js';
 import type { Metrics } from './metrics.js';
 import { ResetGuard } from './resetGuard.js';
+import { FirstChunk } from './firstChunk.js';
 
 /**
  * PROTO — rls.proto at run time: beside this module when it runs from source, else in src/ of the package
@@ -167,6 +168,8 @@ export class GrpcFront {
   expired = 0;
   /** resets — HTTP/2 rapid reset: a connection whose client resets too many unanswered streams is closed (resetGuard.ts). */
   readonly resets = new ResetGuard();
+  /** firstChunks — a request refused from its first DATA frame when that shows it past the bounds (firstChunk.ts). */
+  readonly firstChunks = new FirstChunk();
   /** arrivals — the streams still waiting for their request (undefined when requestTimeout is 0). */
   private readonly arrivals: Arrivals | undefined;
   private readonly requestTimeout: number;
@@ -299,6 +302,7 @@ export class GrpcFront {
         if (servers === undefined || servers.length === 0) this.log('grpc: cannot reach grpc-js\'s HTTP/2 server: requests are not held to requestTimeout, rapid reset is not bounded');
         else {
           for (const s of servers) if (!s.listeners('stream').includes(this.resets.add)) s.on('stream', this.resets.add);
+          for (const s of servers) if (!s.listeners('stream').includes(this.firstChunks.add)) s.on('stream', this.firstChunks.add);
           if (this.arrivals !== undefined) for (const s of servers) if (!s.listeners('stream').includes(this.arrivals.add)) s.on('stream', this.arrivals.add);
         }
         resolve(bound);
