@@ -152,6 +152,19 @@ export interface ExemptOptions {
   reason?: string;
 }
 
+/** SucceedOptions — `Limiter.succeed`'s options. */
+export interface SucceedOptions {
+  /**
+   * lazy — record the succession now (O(1)) and take the clients over at this limiter's first call or `settle()`,
+   * converted as of now: a service swapping many limiters at once does not convert their clients in that step.
+   * @default false
+   */
+  lazy?: boolean;
+}
+
+/** SUCCEED_OPTIONS — the names of succeed()'s options. */
+const SUCCEED_OPTIONS: ReadonlySet<string> = new Set(['lazy']);
+
 /** LIMITER_OPTIONS, CHECK_OPTIONS, PEEK_OPTIONS, BLOCK_OPTIONS, EXEMPT_OPTIONS — the names each options object may have. */
 const LIMITER_OPTIONS: ReadonlySet<string> = new Set(['rules', 'store', 'dryRun', 'clock', 'denialCache', 'observe', 'succeeds', 'id', 'namespace', 'autoBlock']);
 const AUTO_BLOCK_OPTIONS: ReadonlySet<string> = new Set(['for', 'reason']);
@@ -175,8 +188,21 @@ export class Limiter {
   readonly store: Store;
   /** clocked — the limiter was given a clock: a succession converts at its time, not the store's. */
   private readonly clocked: boolean;
-  /** bound — the store bound to this limiter's policy (what checkAll talks to); replaced only by `succeed`. @internal */
-  bound: BoundStore;
+  /**
+   * bound — the store bound to this limiter's policy (what checkAll talks to); replaced only by a succession. Reading
+   * it first completes a takeover left pending by `succeed(old, { lazy: true })`, so nothing decides, blocks or lists
+   * through this limiter before its clients are its own. @internal
+   */
+  get bound(): BoundStore {
+    if (this.predecessor !== undefined) this.takeOver();
+    return this.bound_;
+  }
+  /** bound_ — the store bound to this limiter's policy, as it is now (a pending takeover not done yet). */
+  private bound_: BoundStore;
+  /** predecessor — a pending lazy takeover (succeed with `lazy`): the limiter whose clients this one takes over at `predecessorAt`. */
+  private predecessor: Limiter | undefined = undefined;
+  /** predecessorAt — ms: the time of that takeover's conversion (when it was asked for); NaN: the store's own clock. */
+  private predecessorAt = Number.NaN;
   private readonly clock: Clock;
   /** read — the clock as the façade reads it: anchored to a monotonic source when there is one, else clock.now(). */
   private readonly read: () => number;
@@ -217,7 +243,7 @@ export class Limiter {
     }
     this.namespace = ns;
     this.clocked = options.clock !== undefined;
-    this.bound = this.succession(options.succeeds, this.clocked) ?? store.attach(this.policy, ns);
+    this.bound_ = this.succession(options.succeeds, this.clocked) ?? store.attach(this.policy, ns);
     const dc = options.denialCache;
     if (dc !== undefined && dc !== false) {
       const cache = new DenialCache(dc === true ? {} : dc); // its options are checked even where it is not used
@@ -227,7 +253,7 @@ export class Limiter {
     if (ob !== undefined && ob !== false) {
       this.observer = new Observer(this.policy.rules.map((r) => r.name), ob === true ? {} : ob);
       const every = this.observer.share;
-      if (every !== false && typeof this.bound.shareSummary === 'function') this.sharing = new Sharing(this.observer, this.bound, every, () => this.tick());
+      if (every !== false && typeof this.bound_.shareSummary === 'function') this.sharing = new Sharing(this.observer, this.bound_, every, () => this.tick());
     }
   }
 
@@ -238,25 +264,75 @@ export class Limiter {
    * anything, and stop using `old` then: the service builds a new limiter while the old one serves, and calls this at
    * the swap, so that no state is converted while the old rules still decide. The `succeeds` option does the same at
    * construction.
+   *
+   * With `lazy`, the call only records the succession, in O(1) (a reload of 10 000 limits swaps them in one step
+   * without converting a client): the takeover — the same, converted as of this call's time — happens at this
+   * limiter's first call of any kind, or at `settle()`; `old` must not decide anything meanwhile. Returns whether
+   * the rules are compatible (the store may still find nothing to carry: the clients then start fresh).
    */
-  succeed(old: Limiter): boolean {
+  succeed(old: Limiter, options?: SucceedOptions): boolean {
+    if (options !== undefined) callOptions(options, SUCCEED_OPTIONS, 'succeed');
+    if (options?.lazy === true) {
+      if (!this.carries(old)) return false;
+      this.settle(); // a takeover still pending (a second succession before the first was done) first
+      if (old.last > this.last) this.last = old.last;
+      // a store with its own clock (Redis TIME) converts on that clock, unless this limiter was given a clock
+      this.predecessorAt = this.bound_.ownClock && !this.clocked ? Number.NaN : this.tick();
+      this.predecessor = old;
+      return true;
+    }
+    this.settle();
     const b = this.succession(old, this.clocked);
     if (b === undefined) return false;
-    this.bound = b;
+    this.bound_ = b;
     return true;
   }
+
+  /** settle — completes a takeover left pending by `succeed(old, { lazy: true })`; nothing when there is none. */
+  settle(): void {
+    if (this.predecessor !== undefined) this.takeOver();
+  }
+
+  /** pending — whether a lazy takeover is still to be done (`settle` or this limiter's first call does it). */
+  get pending(): boolean {
+    return this.predecessor !== undefined;
+  }
+
+  /** takeOver — the pending lazy takeover, at the time it was asked for: the clients of the old limiter become ours. */
+  private takeOver(): void {
+    const old = this.predecessor!;
+    const at = this.predecessorAt;
+    this.predecessor = undefined;
+    // old.bound: an old limiter whose own takeover is still pending completes it first (two reloads in a row)
+    const b = this.store.succeed!(old.policy, this.policy, old.bound.ownClock && !this.clocked ? undefined : at, this.namespace);
+    if (b !== undefined) this.bound_ = b;
+  }
+
+  /**
+   * carries — whether this limiter can take over the clients of `old` (succeed): the same store, one that can carry
+   * state, and compatible rules. The answer for the latest `old` found compatible is remembered, so that a service
+   * asks while it builds its limiters and the succession itself, at the swap, costs no look at the rules.
+   */
+  carries(old: Limiter): boolean {
+    if (old === this.compatibleWith) return true;
+    if (!(old instanceof Limiter)) throw new RatekeeperError(`succeeds must be the limiter this one replaces, got ${show(old)}`);
+    const yes = old.store === this.store && typeof this.store.succeed === 'function' && this.policy.compatible(old.policy);
+    if (yes) this.compatibleWith = old;
+    return yes;
+  }
+
+  /** compatibleWith — the latest limiter `carries` found this one can take over (rules never change: the answer holds). */
+  private compatibleWith: Limiter | undefined;
 
   /**
    * succession — the store bound to this policy with the clients of `old` carried over (Store.succeed), when `old`
    * is a limiter on the same store with compatible rules; else undefined. The clock carries on from the old one's.
    */
   private succession(old: Limiter | undefined, clocked: boolean): BoundStore | undefined {
-    if (old === undefined) return undefined;
-    if (!(old instanceof Limiter)) throw new RatekeeperError(`succeeds must be the limiter this one replaces, got ${show(old)}`);
-    if (old.store !== this.store || typeof this.store.succeed !== 'function' || !this.policy.compatible(old.policy)) return undefined;
+    if (old === undefined || !this.carries(old)) return undefined;
     if (old.last > this.last) this.last = old.last;
     // a store with its own clock (Redis TIME) converts on that clock, unless this limiter was given a clock
-    return this.store.succeed(old.policy, this.policy, old.bound.ownClock && !clocked ? undefined : this.tick(), this.namespace);
+    return this.store.succeed!(old.policy, this.policy, old.bound.ownClock && !clocked ? undefined : this.tick(), this.namespace);
   }
 
   /** sync — whether the store answers synchronously, so that `checkSync` may be used (the memory store). */

@@ -11,6 +11,8 @@ import { scanRequest } from './rlsWire.js';
 import { canEncode, encodeResponse } from './rlsEncode.js';
 import type { RateLimitService } from './service.js';
 import type { Metrics } from './metrics.js';
+import { ResetGuard } from './resetGuard.js';
+import { FirstChunk } from './firstChunk.js';
 
 /**
  * PROTO — rls.proto at run time: beside this module when it runs from source, else in src/ of the package
@@ -212,6 +214,10 @@ export class GrpcFront {
   cancelled = 0;
   /** expired — streams answered DEADLINE_EXCEEDED and reset because their request did not arrive in time. */
   expired = 0;
+  /** resets — HTTP/2 rapid reset: a connection whose client resets too many unanswered streams is closed (resetGuard.ts). */
+  readonly resets = new ResetGuard();
+  /** firstChunks — a request refused from its first DATA frame when that shows it past the bounds (firstChunk.ts). */
+  readonly firstChunks = new FirstChunk();
   /** arrivals — the streams still waiting for their request (undefined when requestTimeout is 0). */
   private readonly arrivals: Arrivals | undefined;
   private readonly requestTimeout: number;
@@ -370,13 +376,15 @@ export class GrpcFront {
           }
           for (const s of servers) if (!s.listeners('secureConnection').includes(check)) s.prependListener('secureConnection', check);
         }
-        // every connection: TCP_NODELAY (grpc-js leaves Nagle on: one call at a time waited ~28 ms for the delayed ACK,
-        // ~4 ms without), and kept in `sockets`, so a drain can end the idle ones whose client never answers GOAWAY
-        for (const s of http2ServersOf(this.server) ?? []) if (!s.listeners('connection').includes(this.connected)) s.on('connection', this.connected);
-        if (this.arrivals !== undefined) {
-          const servers = http2ServersOf(this.server);
-          if (servers === undefined || servers.length === 0) this.log('grpc: cannot reach grpc-js\'s HTTP/2 server: requests are not held to requestTimeout');
-          else for (const s of servers) if (!s.listeners('stream').includes(this.arrivals.add)) s.on('stream', this.arrivals.add);
+        const servers = http2ServersOf(this.server);
+        if (servers === undefined || servers.length === 0) this.log('grpc: cannot reach grpc-js\'s HTTP/2 server: requests are not held to requestTimeout, rapid reset is not bounded');
+        else {
+          // every connection: TCP_NODELAY (grpc-js leaves Nagle on: one call at a time waited ~28 ms for the delayed
+          // ACK, ~4 ms without), and kept in `sockets`, so a drain can end the idle ones whose client never answers GOAWAY
+          for (const s of servers) if (!s.listeners('connection').includes(this.connected)) s.on('connection', this.connected);
+          for (const s of servers) if (!s.listeners('stream').includes(this.resets.add)) s.on('stream', this.resets.add);
+          for (const s of servers) if (!s.listeners('stream').includes(this.firstChunks.add)) s.on('stream', this.firstChunks.add);
+          if (this.arrivals !== undefined) for (const s of servers) if (!s.listeners('stream').includes(this.arrivals.add)) s.on('stream', this.arrivals.add);
         }
         resolve(bound);
       });

@@ -41,6 +41,8 @@ interface Runtime {
   writer: LimitFieldWriter;
   /** fingerprint — the rules' identity: a reload that keeps it keeps the limiter, and so every client's state. */
   fingerprint: string;
+  /** successor — the limiter that took this one's clients over (a compatible rule change): this one is never revived. */
+  successor?: Runtime;
 }
 
 /**
@@ -59,8 +61,18 @@ const OVERRIDE_SLACK = 1000;
 export const RETIRED_GRACE_MS = 60_000;
 /** MAX_RETIRED — the most dropped limiters kept at once (each idle one costs a few hundred bytes; its clients more). */
 const MAX_RETIRED = 20_000;
-/** PREPARE_SLICE_MS — the work `prepare` does between two turns of the event loop (ms). */
+/** PREPARE_SLICE_MS — the work `prepare` (and the takeover sweep after a commit) does between two turns of the event loop (ms). */
 const PREPARE_SLICE_MS = 5;
+/** LAZY — Limiter.succeed's options at commit: the takeover recorded, done at the successor's first call or by the sweep. */
+const LAZY = { lazy: true } as const;
+
+/** Sweep — the takeovers a commit left to do: the plan's todo, done from `next` on, a slice per turn. */
+interface Sweep {
+  todo: Todo[];
+  next: number;
+  /** done — resolves once every takeover is done (or another sweep or `settle` took over the rest). */
+  done: Promise<void>;
+}
 
 /** Prepared — a configuration whose limiters are built, ready for `commit`. */
 export interface Prepared {
@@ -83,6 +95,8 @@ interface Todo {
   id: string;
   old: Runtime | undefined;
   built?: Runtime;
+  /** carries — `built` can take over the clients of `old` (Limiter.carries, found while building, not at commit). */
+  carries?: boolean;
 }
 
 /** ConfigPlan — a configuration being prepared: the limiters kept, those still to build (todo from `next` on), the counts. */
@@ -93,10 +107,14 @@ interface ConfigPlan extends Prepared {
   next: number;
   kept: number;
   fresh: number;
-  /** succeeded — the limiters in force that a new one took the clients of at commit (never revived: their state moved). */
-  succeeded: Set<Runtime>;
+  /** carried — how many limiters in force a new one took the clients of at commit (their `successor` set). */
+  carried: number;
   /** revived — the names whose limiter the plan takes back from the retired ones. */
   revived: string[];
+  /** base — the configuration in force when the plan was made: while it still is, the plan's view of the limiters in force holds. */
+  base: ServiceConfig | undefined;
+  /** dropped — the limiters in force (with their names) that the plan neither keeps nor replaces. */
+  dropped: [string, Runtime][];
 }
 
 const MAX_UINT32 = 0xffffffff;
@@ -208,13 +226,16 @@ export class RateLimitService {
    * setConfig — puts a new configuration in force, at once and whole. A limit or policy whose rules did not change
    * keeps its limiter, and with it every client's state (see {@link reuse}); one whose rules changed compatibly gets a
    * limiter that takes over the old one's clients at the swap (converted to the new rules: Limiter.succeed); the others
-   * start fresh. Builds every new limiter in this one call: a reload of many limits uses {@link prepare} and
-   * {@link commit} instead.
+   * start fresh. Builds every new limiter, and takes every client over, in this one call: a reload of many limits
+   * uses {@link prepare} and {@link commit} instead.
    */
   setConfig(cfg: ServiceConfig): { kept: number; carried: number; fresh: number } {
+    this.settle();
     const plan = this.planConfig(cfg);
     while (plan.next < plan.todo.length) this.build(plan, Infinity);
-    return this.commit(plan);
+    const counts = this.commit(plan);
+    this.settle(); // every takeover in this call too: setConfig is the one-step path
+    return counts;
   }
 
   /**
@@ -224,6 +245,8 @@ export class RateLimitService {
    * Only one prepared configuration may be pending at a time (the reloads are serialized by the caller).
    */
   async prepare(cfg: ServiceConfig, sliceMs = PREPARE_SLICE_MS): Promise<Prepared> {
+    // the takeovers of the previous commit are done first: the plan compares with limiters that own their clients
+    await this.sweep?.done;
     const plan = this.planConfig(cfg);
     while (plan.next < plan.todo.length) {
       await new Promise<void>((resolve) => setImmediate(resolve));
@@ -234,43 +257,105 @@ export class RateLimitService {
 
   /**
    * commit — puts a prepared configuration in force, in one synchronous step: each new limiter whose limit's rules
-   * changed compatibly takes over the clients of the one it replaces (built while the old one served, it takes them
-   * only now, so no client's state is converted while the old rules still decide), the limits' and policies' maps
-   * are swapped, and the limiters the new configuration no longer uses are retired (kept for RETIRED_GRACE_MS, so
-   * that a limit that comes back with the same rules finds its clients' state; not those whose clients moved). A
-   * limiter retired meanwhile (by an earlier commit since `prepare`) that the plan reuses is taken back from the
-   * retired ones.
+   * changed compatibly is made the successor of the one it replaces (built while the old one served, it takes its
+   * clients only after the swap, so no client's state is converted while the old rules still decide), the limits'
+   * and policies' maps are swapped, and the limiters the new configuration no longer uses are retired (kept for
+   * RETIRED_GRACE_MS, so that a limit that comes back with the same rules finds its clients' state; not those whose
+   * clients moved). A limiter retired meanwhile (by an earlier commit since `prepare`) that the plan reuses is taken
+   * back from the retired ones.
+   *
+   * The takeover itself (Limiter.succeed, lazy: every client converted to the new rules as of the commit) is not done
+   * in this step, whose work is then a few map operations per limit (10 000 changed limits: a few ms, not 50–250):
+   * each successor takes its clients over at its first call, and a sweep does the rest in slices of
+   * PREPARE_SLICE_MS, one per turn of the event loop, retiring each old limiter once its clients have moved.
    */
   commit(prepared: Prepared): { kept: number; carried: number; fresh: number } {
     const plan = prepared as ConfigPlan;
     while (plan.next < plan.todo.length) this.build(plan, Infinity);
-    for (const t of plan.todo) {
-      // the limiter it replaces must still be the one in force (a commit since prepare may have replaced it)
-      const inForce = t.into === plan.limits ? this.limits.get(t.name) : this.policies.get(t.name);
-      if (t.old !== undefined && t.old === inForce && t.built!.limiter.succeed(t.old.limiter)) plan.succeeded.add(t.old);
-    }
+    this.settle();
     const now = Date.now();
-    // a limiter is only ever reused under its own name: one lookup per old name tells whether it is still in use
-    for (const [id, r] of this.limits) if (plan.limits.get(id) !== r) this.dropOrKeep(`limit:${id}`, r, plan, now);
-    for (const [name, r] of this.policies) if (plan.policies.get(name) !== r) this.dropOrKeep(`policy:${name}`, r, plan, now);
+    if (plan.base === this.cfg) {
+      // nothing committed since the plan: its `old` are the limiters in force, its `dropped` the others to retire (a
+      // limiter whose clients move to a successor is retired by the sweep, once they have moved)
+      for (const t of plan.todo) {
+        const old = t.old;
+        if (old === undefined) continue;
+        if (t.carries === true && t.built!.limiter.succeed(old.limiter, LAZY)) {
+          old.successor = t.built;
+          plan.carried++;
+        } else {
+          this.retireLater(t.id, old, now);
+        }
+      }
+      for (const [name, r] of plan.dropped) this.retireLater(name, r, now);
+    } else {
+      for (const t of plan.todo) {
+        // the limiter it replaces must still be the one in force (a commit since prepare may have replaced it)
+        const inForce = t.into === plan.limits ? this.limits.get(t.name) : this.policies.get(t.name);
+        if (t.old !== undefined && t.old === inForce && t.built!.limiter.succeed(t.old.limiter, LAZY)) {
+          t.old.successor = t.built;
+          plan.carried++;
+        }
+      }
+      // a limiter is only ever reused under its own name: one lookup per old name tells whether it is still in use
+      for (const [id, r] of this.limits) if (r.successor === undefined && plan.limits.get(id) !== r) this.retireLater(`limit:${id}`, r, now);
+      for (const [name, r] of this.policies) if (r.successor === undefined && plan.policies.get(name) !== r) this.retireLater(`policy:${name}`, r, now);
+    }
     for (const name of plan.revived) this.retired.delete(name);
     this.sweepRetired(now);
     this.limits = plan.limits;
     this.policies = plan.policies;
     this.cfg = plan.cfg;
-    const carried = plan.succeeded.size;
-    return { kept: plan.kept, carried, fresh: plan.fresh - carried };
+    if (plan.carried > 0) this.startSweep(plan.todo);
+    return { kept: plan.kept, carried: plan.carried, fresh: plan.fresh - plan.carried };
   }
 
-  /** dropOrKeep — a limiter no longer in force: retired at once when its clients moved to its successor, else kept a while. */
-  private dropOrKeep(name: string, r: Runtime, plan: ConfigPlan, now: number): void {
-    if (plan.succeeded.has(r)) this.retire(r);
-    else this.retireLater(name, r, now);
+  /** sweep — the takeovers the latest commit left to do, while they last. */
+  private sweep: Sweep | undefined;
+
+  /** startSweep — the takeovers of `todo` (those whose old limiter has its limiter as successor), a slice per turn. */
+  private startSweep(todo: Todo[]): void {
+    const job: Sweep = { todo, next: 0, done: Promise.resolve() };
+    this.sweep = job;
+    job.done = (async () => {
+      while (this.sweep === job && job.next < todo.length) {
+        await new Promise<void>((resolve) => setImmediate(resolve));
+        if (this.sweep === job) this.takeOvers(job, PREPARE_SLICE_MS);
+      }
+      if (this.sweep === job) this.sweep = undefined;
+    })();
+  }
+
+  /** takeOvers — the sweep's next takeovers until `budgetMs` of work is spent: each successor settled, its old limiter retired. */
+  private takeOvers(job: Sweep, budgetMs: number): void {
+    const end = budgetMs === Infinity ? Infinity : performance.now() + budgetMs;
+    const todo = job.todo;
+    while (job.next < todo.length) {
+      const t = todo[job.next++];
+      const old = t.old;
+      if (old === undefined || old.successor !== t.built) continue;
+      t.built!.limiter.settle();
+      this.retire(old);
+      if (end !== Infinity && performance.now() >= end) break;
+    }
+  }
+
+  /** settled — resolves once the takeovers of the latest commit are all done (by the sweep or by `settle`). */
+  settled(): Promise<void> {
+    return this.sweep?.done ?? Promise.resolve();
+  }
+
+  /** settle — finishes at once the takeovers a commit left to the sweep (another reload, the service closing). */
+  settle(): void {
+    const job = this.sweep;
+    if (job === undefined) return;
+    this.sweep = undefined;
+    this.takeOvers(job, Infinity);
   }
 
   /** plan_ — what `cfg` keeps and what it must build, decided against the configuration in force. */
   private planConfig(cfg: ServiceConfig): ConfigPlan {
-    const plan: ConfigPlan = { cfg, limits: new Map(), policies: new Map(), todo: [], next: 0, kept: 0, fresh: 0, revived: [], succeeded: new Set() };
+    const plan: ConfigPlan = { cfg, limits: new Map(), policies: new Map(), todo: [], next: 0, kept: 0, fresh: 0, revived: [], carried: 0, base: this.cfg, dropped: [] };
     for (const spec of cfg.limits) {
       if (spec.unlimited || spec.rules.length === 0) continue;
       const old = this.limits.get(spec.id);
@@ -296,6 +381,11 @@ export class RateLimitService {
       }
     }
     plan.fresh = plan.todo.length;
+    // the limiters in force that the plan drops, found now rather than at commit (where every one would be looked at)
+    const replaced = new Set<Runtime>();
+    for (const t of plan.todo) if (t.old !== undefined) replaced.add(t.old);
+    for (const [id, r] of this.limits) if (plan.limits.get(id) !== r && !replaced.has(r)) plan.dropped.push([`limit:${id}`, r]);
+    for (const [name, r] of this.policies) if (plan.policies.get(name) !== r && !replaced.has(r)) plan.dropped.push([`policy:${name}`, r]);
     return plan;
   }
 
@@ -318,6 +408,7 @@ export class RateLimitService {
       const t = plan.todo[plan.next++];
       t.built = this.runtime(t.rules, t.dryRun, t.fingerprint, t.namespace, t.id, t.autoBlock);
       t.into.set(t.name, t.built);
+      if (t.old !== undefined) t.carries = t.built.limiter.carries(t.old.limiter);
     } while (plan.next < plan.todo.length && (end === Infinity || performance.now() < end));
   }
 
@@ -336,7 +427,7 @@ export class RateLimitService {
       observe: this.options.observe === true, id, namespace, ...(clock === undefined ? {} : { clock: { now: () => clock.now() } }),
       ...(autoBlock === undefined ? {} : { autoBlock }),
     });
-    return { limiter, fingerprint, policyField: policyField(limiter.policy.rules, undefined), writer: new LimitFieldWriter(limiter.policy.rules) };
+    return { limiter, fingerprint, policyField: policyField(limiter.policy.rules, undefined), writer: new LimitFieldWriter(limiter.policy.rules), successor: undefined };
   }
 
   /**
@@ -362,6 +453,7 @@ export class RateLimitService {
 
   /** dropRetired — retires for good every limiter kept for its grace period (the service is closing). */
   dropRetired(): void {
+    this.settle();
     for (const r of this.retired.values()) this.retire(r.runtime);
     this.retired.clear();
   }
@@ -371,6 +463,7 @@ export class RateLimitService {
    * the store forgets its in-process table (the memory store; Redis keys expire on their own).
    */
   private retire(r: Runtime): void {
+    r.limiter.settle(); // its own clients taken over first (a pending takeover), so that they are forgotten with it
     r.limiter.sharing?.stop();
     this.store.detach?.(r.limiter.policy);
   }

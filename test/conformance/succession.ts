@@ -46,11 +46,17 @@ export function expectedWait(algorithm: Algorithm): number | undefined {
 }
 
 /**
- * make — a limiter of one rule on `store`, succeeding `old` when given, named `id` (a shared store names the state by
- * it: test/redis/succession.test.ts); its clock reads T0 (the time of the change).
+ * make — a limiter of one rule on `store`, succeeding `old` when given (`lazy`: by succeed(old, { lazy: true })), named
+ * `id` (a shared store names the state by it: test/redis/succession.test.ts); its clock reads T0 (the time of the change).
  */
-export function make(store: Store, r: RuleConfig, old?: Limiter, id = 'the-limit'): Limiter {
-  return limiter({ rules: [r], store, succeeds: old, clock: { now: () => T0 }, id });
+export function make(store: Store, r: RuleConfig, old?: Limiter, id = 'the-limit', lazy = false): Limiter {
+  if (!lazy || old === undefined) return limiter({ rules: [r], store, succeeds: old, clock: { now: () => T0 }, id });
+  // lazy: built beside the old one, then made its successor in O(1) (what the service does at a reload's swap); the
+  // takeover happens at its first call, converted as of the succeed call
+  const lim = limiter({ rules: [r], store, clock: { now: () => T0 }, id });
+  assert.equal(lim.succeed(old, { lazy: true }), true, 'compatible rules');
+  assert.equal(lim.pending, true, 'nothing taken over before its first call');
+  return lim;
 }
 
 /** spend — `n` requests of cost 1 for `key` at `now`, each admitted (asserted). */
@@ -62,11 +68,11 @@ export async function spend(lim: Limiter, key: string, n: number, now: number): 
 }
 
 /** raised — 2 of 2/min used, then the limit raised to 100/min: 98 left (not 100: the 2 carry; not 0). */
-export async function raised(store: Store, algorithm: Algorithm, key: string): Promise<void> {
+export async function raised(store: Store, algorithm: Algorithm, key: string, lazy = false): Promise<void> {
   const old = make(store, rule(algorithm, 2));
   await spend(old, key, 2, T0);
   assert.equal((await old.check(key, { now: T0 })).allowed, false, 'the third request of 2/min is refused');
-  const lim = make(store, rule(algorithm, 100), old);
+  const lim = make(store, rule(algorithm, 100), old, undefined, lazy);
   const fresh = (await lim.peek(`${key}:never-seen`, { now: T0 })).remaining;
   const left = (await lim.peek(key, { now: T0 })).remaining;
   if (COUNTED.includes(algorithm)) {
@@ -83,10 +89,10 @@ export async function raised(store: Store, algorithm: Algorithm, key: string): P
  * lowered — 50 of 100/min used, then the limit lowered to 2/min: refused until enough of the 50 age out (exactly
  * when: expectedWait), then admitted.
  */
-export async function lowered(store: Store, algorithm: Algorithm, key: string): Promise<void> {
+export async function lowered(store: Store, algorithm: Algorithm, key: string, lazy = false): Promise<void> {
   const old = make(store, rule(algorithm, 100));
   await spend(old, key, 50, T0);
-  const lim = make(store, rule(algorithm, 2), old);
+  const lim = make(store, rule(algorithm, 2), old, undefined, lazy);
   const d = await lim.check(key, { now: T0 });
   assert.equal(d.allowed, false, `${algorithm}: 50 used of 100/min is refused under 2/min`);
   const wait = d.retryAfter;

@@ -4,15 +4,98 @@
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { execFileSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import fc from 'fast-check';
-import { limiter, rules, memoryStore, Policy, type MemoryTable, type RuleConfig } from '../../src/index.js';
+import { limiter, rules, memoryStore, checkAll, Policy, type MemoryTable, type RuleConfig } from '../../src/index.js';
 import { ALGORITHMS, T0, MINUTE, lowered, raised, rule, make, spend } from '../conformance/succession.js';
 
 describe('succession on the memory store: the examples of issue 15', () => {
   for (const a of ALGORITHMS) {
     it(`${a}: 2 used of 2/min, then 100/min: 98 left`, () => raised(memoryStore(), a, 'k'));
     it(`${a}: 50 used of 100/min, then 2/min: refused until enough age out`, () => lowered(memoryStore(), a, 'k'));
+    it(`${a}: the same, the takeover lazy (succeed(old, { lazy: true }), done at the first call)`, async () => {
+      await raised(memoryStore(), a, 'k', true);
+      await lowered(memoryStore(), a, 'k', true);
+    });
   }
+});
+
+describe('a lazy takeover (succeed(old, { lazy: true }): what a service does at a reload\'s swap)', () => {
+  it('converts as of the succeed call, not the first call: a bucket drained at the new rate from the change on', async () => {
+    // 50 of 100/min at T0; lowered to 2/min at T0; the first call a minute later. Converted at that call, the old rate
+    // would have drained all 50 (forgiven); converted at the change, 49 − 2 are still owed: refused
+    const store = memoryStore();
+    const old = make(store, rule('tokenBucket', 100));
+    await spend(old, 'k', 50, T0);
+    const lim = make(store, rule('tokenBucket', 2), old, undefined, true);
+    const d = await lim.check('k', { now: T0 + MINUTE });
+    assert.equal(d.allowed, false);
+    assert.ok(Math.abs(d.retryAfter - (49 / (2 / MINUTE) - MINUTE)) < 1e-3, `retryAfter ${d.retryAfter}`);
+    assert.equal(lim.pending, false);
+  });
+
+  it('blocks, exemptions and every client carry; nothing is charged twice or forgiven; the table is handed over once', async () => {
+    const store = memoryStore();
+    const old = make(store, rule('slidingWindow', 10));
+    await old.block('bad', { reason: 'abuse' });
+    await old.exempt('good', { reason: 'partner' });
+    await spend(old, 'mid', 5, T0);
+    const lim = make(store, rule('slidingWindow', 6), old, undefined, true);
+    const bad = await lim.check('bad', { now: T0 + 1 });
+    assert.deepEqual([bad.allowed, bad.reason, bad.blockReason], [false, 'blocked', 'abuse']);
+    assert.equal((await lim.check('good', { now: T0 + 1 })).reason, 'exempt');
+    assert.equal((await lim.peek('mid', { now: T0 + 1 })).remaining, 1);
+    assert.deepEqual((await lim.exemptions({ now: T0 + 1 })).map((e) => [e.key, e.reason]), [['good', 'partner']]);
+    assert.equal(lim.bound, old.bound, 'the table itself is handed over');
+    assert.equal((lim.bound as MemoryTable).size, 3, 'mid, and the two looked at with a charge (bad, good: nothing stored for them but the slot)');
+  });
+
+  it('any first call takes over: a block, a listing, a check through checkAll', async () => {
+    const store = memoryStore();
+    for (const first of ['block', 'blocks', 'checkAll'] as const) {
+      const old = make(store, rule('gcra', 10), undefined, first);
+      await spend(old, 'k', 4, T0);
+      const lim = make(store, rule('gcra', 5), old, first, true);
+      if (first === 'block') await lim.block('x');
+      if (first === 'blocks') assert.deepEqual(await lim.blocks({ now: T0 }), []);
+      if (first === 'checkAll') assert.equal((await checkAll([{ limiter: lim, key: 'k' }], { now: T0 })).allowed, true);
+      assert.equal(lim.pending, false, first);
+      assert.equal((await lim.peek('k', { now: T0 })).remaining, first === 'checkAll' ? 0 : 1, `${first}: 4 (or 5) used of 5`);
+    }
+  });
+
+  it('a second succession while the first is pending: both conversions, in order (no state lost, none revived)', async () => {
+    const store = memoryStore();
+    const a = make(store, rule('tokenBucket', 100));
+    await spend(a, 'k', 50, T0);
+    const b = make(store, rule('tokenBucket', 60), a, undefined, true);
+    const c = make(store, rule('tokenBucket', 2), b, undefined, true);
+    assert.equal(b.pending, true, 'b has not decided anything yet');
+    const d = await c.check('k', { now: T0 });
+    assert.equal([b.pending, c.pending].join(), 'false,false');
+    assert.equal(d.allowed, false, '50 used of 100/min, then 60/min, then 2/min: refused');
+    assert.ok(Math.abs(d.retryAfter - 49 / (2 / MINUTE)) < 1e-3, `retryAfter ${d.retryAfter}`);
+    // the eager chain says the same
+    const store2 = memoryStore();
+    const a2 = make(store2, rule('tokenBucket', 100));
+    await spend(a2, 'k', 50, T0);
+    const c2 = make(store2, rule('tokenBucket', 2), make(store2, rule('tokenBucket', 60), a2));
+    assert.deepEqual(await c2.check('k', { now: T0 }), d);
+  });
+
+  it('incompatible rules: succeed answers false and records nothing (the clients start fresh)', async () => {
+    const store = memoryStore();
+    const old = make(store, rule('gcra', 2));
+    await spend(old, 'k', 2, T0);
+    const lim = limiter({ rules: [rules.gcra({ limit: 2, per: '1s' })], store });
+    assert.equal(lim.succeed(old, { lazy: true }), false);
+    assert.equal(lim.pending, false);
+    assert.equal((await lim.peek('k', { now: T0 })).remaining, 2);
+    assert.throws(() => lim.succeed(old, { lazzy: true } as never), /lazzy/);
+  });
 });
 
 describe('what carries and what starts fresh', () => {
@@ -171,5 +254,24 @@ describe('the cost of a conversion', () => {
     assert.equal((lim.bound as MemoryTable).size, 100_000);
     console.log(`# converted 100 000 gcra clients in ${ms.toFixed(1)} ms`);
     assert.ok(ms < 200, `${ms} ms`);
+  });
+});
+
+describe('docs/limiter.md', () => {
+  it('its example runs and prints what its comments say', () => {
+    const root = fileURLToPath(new URL('../../../', import.meta.url));
+    const doc = readFileSync(join(root, 'docs/limiter.md'), 'utf8');
+    const code = /```js\n([\s\S]*?)\n```/.exec(doc)?.[1];
+    assert.ok(code !== undefined, 'a js block');
+    // inside the package, so that 'ratekeeper' resolves to it by its own name
+    const dir = mkdtempSync(join(root, 'dist', '.doc-limiter-'));
+    try {
+      writeFileSync(join(dir, 'example.mjs'), code);
+      const out = execFileSync(process.execPath, [join(dir, 'example.mjs')], { encoding: 'utf8', timeout: 20_000 });
+      const expected = [...code.matchAll(/\/\/ (true true|false 25 false)/g)].map((m) => m[1]);
+      assert.deepEqual(out.trim().split('\n'), expected);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -27,6 +27,10 @@ function suite(redis: RedisSuite<unknown, Redis | Cluster>): void {
   for (const a of ALGORITHMS) {
     test(`${a}: 2 used of 2/min, then 100/min: 98 left`, () => raised(store(), a, 'k'));
     test(`${a}: 50 used of 100/min, then 2/min: refused until enough age out`, () => lowered(store(), a, 'k'));
+    test(`${a}: the same, the takeover lazy (succeed(old, { lazy: true }), done at the first call)`, async () => {
+      await raised(store(), a, 'k', true);
+      await lowered(store(), a, 'k', true);
+    });
   }
 
   test('a block and an exemption survive a rule change (they live in the client\'s key)', async () => {

@@ -189,8 +189,9 @@ describe('the gRPC listener under attack', () => {
     const r = await attack('4 MB of empty descriptors', EMPTY_4MB, /^descriptors: has more than 1000 descriptors/, 8, 8);
     // 32 MB arriving at once from this process, on a shared machine: before, 8 at once held it up to 14 s
     check(r, 2000);
-    // the 8 messages' own 32 MB are received before they can be scanned
-    assert.ok(r.growthMB < 150, `RSS grew ${r.growthMB} MB`);
+    // the issue's goal: < 50 MB. Refused from each message's first DATA frame (firstChunk.ts), the rest never
+    // buffered: +0.9–1.4 MB; before, each whole message was buffered (and joined) before the scan: +51–61 MB
+    assert.ok(r.growthMB < 50, `RSS grew ${r.growthMB} MB`);
   });
 
   test('100 000 descriptors (1.8 MB): refused before decoding', async () => {
@@ -416,8 +417,12 @@ describe('the gRPC listener under attack', () => {
     const t0 = performance.now();
     // rounds of 50 streams opened with a whole request and reset at once, on fresh connections when the server ends one
     let sess = await connect();
+    let connections = 1;
     while (sent < 3000 && performance.now() - t0 < 6000) {
-      if (sess.closed || sess.destroyed) sess = await connect();
+      if (sess.closed || sess.destroyed) {
+        sess = await connect();
+        connections++;
+      }
       for (let i = 0; i < 50; i++) {
         let st: http2.ClientHttp2Stream;
         try {
@@ -441,7 +446,10 @@ describe('the gRPC listener under attack', () => {
     latencies.sort((a, b) => a - b);
     const p99 = latencies[Math.floor(latencies.length * 0.99)] ?? NaN;
     const flood = await typed({ domain: 'edge', descriptors: [{ entries: [{ key: 'user', value: 'flood' }] }] });
-    console.log(`# rapid reset flood: ${sent} calls sent and reset in ${attackMs.toFixed(0)} ms; ${st.cancelled} reached the handler reset and were not charged, ${999 - flood.statuses[0].limit_remaining} were decided before their reset arrived; server CPU ${st.cpuMs.toFixed(0)} ms, event loop max delay ${st.maxDelayMs.toFixed(1)} ms; normal client ${latencies.length} calls, p50 ${latencies[latencies.length >> 1]?.toFixed(1)} ms, p99 ${p99.toFixed(1)} ms, max ${latencies[latencies.length - 1]?.toFixed(1)} ms`);
+    console.log(`# rapid reset flood: ${sent} calls sent and reset in ${attackMs.toFixed(0)} ms; ${st.cancelled} reached the handler reset and were not charged, ${999 - flood.statuses[0].limit_remaining} were decided before their reset arrived; server CPU ${st.cpuMs.toFixed(0)} ms, event loop max delay ${st.maxDelayMs.toFixed(1)} ms; ${connections} connection(s) (${Math.round(sent / connections)} streams each); normal client ${latencies.length} calls, p50 ${latencies[latencies.length >> 1]?.toFixed(1)} ms, p99 ${p99.toFixed(1)} ms, max ${latencies[latencies.length - 1]?.toFixed(1)} ms`);
     assert.ok(latencies.length > 0, 'the normal client was answered');
+    // the server closes a connection that resets more than MAX_RESETS (100) unanswered streams in a second: nghttp2's
+    // own bound (a burst of 1 000, then 33 a second) let 800–1 700 through per connection (here: 817), each a call set up
+    assert.ok(sent / connections < 500, `${sent} streams reset on ${connections} connection(s): the connections were not closed`);
   });
 });
