@@ -20,7 +20,7 @@ import { rlsClient } from '../../src/server/grpc.js';
 import type { RlsRequest, RlsResponse } from '../../src/server/rls.js';
 import { configFile } from './support.js';
 import { run } from './procs.js';
-import { makeCerts, type Certs, type Pem } from './certs.js';
+import { makeCerts, type Certs, type Pem } from '../support/certs.js';
 import { tempDir } from '../support/tmp.js';
 
 const CONFIG = `

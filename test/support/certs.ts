@@ -1,12 +1,12 @@
 /**
- * test/server/certs — certificates for the TLS tests, made by Debian's openssl in a temporary directory (never
+ * test/support/certs — certificates for the TLS tests, made by Debian's openssl in a temporary directory (never
  * committed): a CA, server certificates for 127.0.0.1 / localhost with chosen serial numbers, client certificates,
  * and a second CA whose client certificates the service must refuse. EC P-256 keys: each one takes milliseconds.
  */
 import { execFileSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { tempDir } from '../support/tmp.js';
+import { tempDir } from './tmp.js';
 
 /** Pem — a certificate and its key, as files and as bytes. */
 export interface Pem {
@@ -27,6 +27,8 @@ export interface Certs {
   server(name: string, serial: string): Pem;
   /** client — a client certificate signed by `by` (default: ca) naming `san` (a DNS subjectAltName). */
   client(name: string, san: string, by?: Pem): Pem;
+  /** leaf — any certificate signed by the CA, with its extensions as openssl's -extfile text. */
+  leaf(name: string, ext: string): Pem;
 }
 
 function openssl(args: string[], cwd: string): void {
@@ -64,5 +66,6 @@ export function makeCerts(): Certs {
     dir, ca, otherCa,
     server: (name, serial) => signed(dir, name, ca, serial, 'subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n'),
     client: (name, san, by = ca) => signed(dir, name, by, (serials++).toString(16), `subjectAltName=DNS:${san}\nextendedKeyUsage=clientAuth\n`),
+    leaf: (name, ext) => signed(dir, name, ca, (serials++).toString(16), ext),
   };
 }
