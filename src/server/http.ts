@@ -405,13 +405,29 @@ function writeRls(res: ServerResponse, r: RlsResponse): void {
   send(res, r.overall_code === 'OVER_LIMIT' ? 429 : r.overall_code === 'OK' ? 200 : 500, 'application/json', responseJson(r));
 }
 
-/** decisionJson — a Decision as JSON; an infinite wait (a block without end, a cost no rule can ever admit) is null. */
+/**
+ * decisionJson — a Decision as JSON; an infinite wait (a block without end, a cost no rule can ever admit) is null,
+ * as is any other number JSON cannot hold (NaN, -Infinity: JSON.stringify's null), so the answer always parses.
+ */
 export function decisionJson(d: Decision): string {
-  // JSON has no Infinity: only a wait can be infinite, so the replacer is needed only then
-  if (d.retryAfter === Infinity || d.resetAfter === Infinity || d.rules.some((r) => r.retryAfter === Infinity || r.resetAfter === Infinity)) {
-    return JSON.stringify(d, (_k, v: unknown) => (v === Infinity ? null : v));
-  }
+  if (!finiteDecision(d)) return JSON.stringify(d);
   return d.blockReason === undefined && d.fallback === undefined ? decisionText(d) : JSON.stringify(d);
+}
+
+/**
+ * finiteDecision — every number decisionText writes is finite. Template literals write NaN and Infinity as the words
+ * (not JSON); JSON.stringify writes them null. Only a wait is infinite by design, the rest is defence in depth.
+ */
+function finiteDecision(d: Decision): boolean {
+  if (!(Number.isFinite(d.limit) && Number.isFinite(d.remaining) && Number.isFinite(d.retryAfter) && Number.isFinite(d.resetAfter))) return false;
+  if ((d.rate !== undefined && !Number.isFinite(d.rate)) || (d.delay !== undefined && !Number.isFinite(d.delay))) return false;
+  const rules = d.rules;
+  for (let i = 0; i < rules.length; i++) {
+    const r = rules[i];
+    if (!(Number.isFinite(r.limit) && Number.isFinite(r.remaining) && Number.isFinite(r.retryAfter) && Number.isFinite(r.resetAfter))) return false;
+    if ((r.rate !== undefined && !Number.isFinite(r.rate)) || (r.delay !== undefined && !Number.isFinite(r.delay))) return false;
+  }
+  return true;
 }
 
 /**
