@@ -14,7 +14,7 @@ import type { StoreHealth } from '../stores/redis/health.js';
 import { GrpcFront, tlsCredentials } from './grpc.js';
 import { ConfigWatcher } from './reload.js';
 import { listenFailed } from './listeners.js';
-import { createLogger, type LogFormat, type Logger, type LogLevel } from './log.js';
+import { createLogger, quoted, type LogFormat, type Logger, type LogLevel } from './log.js';
 import { describeStore } from './redact.js';
 import { StoreWatch } from './storeWatch.js';
 import type { KeyView } from '../admin/keys.js';
@@ -304,7 +304,8 @@ export async function startService(options: ServeOptions): Promise<Running> {
         allowedHosts: options.adminAllowedHosts ?? [], maxEventClients: options.adminMaxEventClients ?? 64,
         // logs: the live tail shows keys as the logs do; each change is one line (its key shown so too, by the handler)
         logKeys: options.logKeys, logKeysSecret: options.logKeysSecret,
-        log: (e) => logger.info(`admin: ${e.what} ${JSON.stringify(e.key)} on ${e.limiters.join(', ') || 'no limiter'} by ${e.who}${e.for === undefined ? '' : ` for ${e.for} ms`}${e.reason === undefined ? '' : ` (${e.reason})`}`, { event: 'admin', ...e }),
+        // the key and the operator's reason quoted: neither can start a log line of its own or reorder this one
+        log: (e) => logger.info(`admin: ${e.what} ${quoted(e.key)} on ${e.limiters.join(', ') || 'no limiter'} by ${e.who}${e.for === undefined ? '' : ` for ${e.for} ms`}${e.reason === undefined ? '' : ` (reason ${quoted(e.reason)})`}`, { event: 'admin', ...e }),
         config: () => ({ text: shown, loadedAt: service.config?.loadedAt ?? 0, files: service.config?.files ?? [] }),
         ...(tls.admin === undefined ? {} : { tls: { ...secureOptions(tls.admin.current), handshakeTimeout: options.requestTimeout ?? 10_000 } }),
       }).catch((e: unknown) => {
