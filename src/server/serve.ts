@@ -404,7 +404,7 @@ async function openStore(options: ServeOptions, logger: Logger): Promise<OpenedS
     throw new RatekeeperError('serve: a Redis store needs the ioredis package: npm install ioredis');
   });
   const { redisStore } = await import('../stores/redis/index.js');
-  const { createClient, waitReady, tlsHandshake, RedisConnectError } = await import('../stores/redis/connect.js');
+  const { createClient, waitReady, tlsHandshake, wrongTransport, RedisConnectError } = await import('../stores/redis/connect.js');
   const common = { maxRetriesPerRequest: 1, enableOfflineQueue: true, lazyConnect: false };
   const client = createClient(ioredis as never, plan.connect, common) as unknown as InstanceType<typeof ioredis.Redis>;
   const timeout = plan.connect.connectTimeout ?? 10_000;
@@ -419,6 +419,13 @@ async function openStore(options: ServeOptions, logger: Logger): Promise<OpenedS
     await ready;
   } catch (e) {
     if (!(e instanceof RedisConnectError) || e.reason === 'unreachable' || e.reason === 'sentinel') {
+      // plain text to a TLS port, or TLS to a plain one, never connects: a startup error, not a server to wait for
+      const node = plan.connect.mode !== 'sentinel' && plan.connect.path === undefined ? plan.connect.nodes[0] : undefined;
+      const wrong = node === undefined ? undefined : await wrongTransport(node, plan.connect.tls !== undefined, Math.min(timeout, 1000));
+      if (wrong !== undefined) {
+        client.disconnect();
+        throw new RatekeeperError(`serve: ${plan.describe}: ${wrong}`);
+      }
       const why = e instanceof RedisConnectError ? e.message : `not ready within ${timeout} ms (${redactSecrets(e instanceof Error ? e.message : String(e), plan.secrets)})`;
       logger.warn(`redis: ${plan.describe}: ${why}; serving by the failure policy (${options.onStoreError ?? 'memory'}) until it answers`, { event: 'redis_not_ready' });
     } else {
