@@ -39,8 +39,9 @@ interface Watching {
 /** KNOWN — HEALTH_SERVICES as a set (the names whose status can change). */
 const KNOWN: ReadonlySet<string> = new Set(HEALTH_SERVICES);
 
-/** RESOURCE_EXHAUSTED — grpc.status.RESOURCE_EXHAUSTED (the type-only import of grpc-js has no values). */
+/** RESOURCE_EXHAUSTED, NOT_FOUND — grpc.status's codes (the type-only import of grpc-js has no values). */
 const RESOURCE_EXHAUSTED = 8;
+const NOT_FOUND = 5;
 
 /**
  * GrpcHealth — the health service of one gRPC server. `storeDown` — whether the store is found down now (the
@@ -73,8 +74,17 @@ export class GrpcHealth {
     impl.addToServer({
       addService: (service: grpc.ServiceDefinition, handlers: grpc.UntypedServiceImplementation) => {
         const watch = handlers.watch as (call: Watching) => void;
+        const check = handlers.check as (call: { request: { service?: unknown } }, callback: (e: { code: number; details: string } | null, r?: unknown) => void) => void;
         server.addService(service, {
           ...handlers,
+          // a name not ours is NOT_FOUND with the name cut short: the package echoed it whole in grpc-message, and a
+          // trailer of a 100 KB name was more than the client's HTTP/2 header limit, its connection stuck after it
+          check: (call: { request: { service?: unknown } }, callback: (e: { code: number; details: string } | null, r?: unknown) => void) => {
+            const name = call.request.service;
+            if (typeof name === 'string' && KNOWN.has(name)) return check(call, callback);
+            const shown = typeof name === 'string' ? JSON.stringify(name.length > 64 ? `${name.slice(0, 64)}…` : name) : '(none)';
+            callback({ code: NOT_FOUND, details: `Health status unknown for service ${shown} (${typeof name === 'string' ? name.length : 0} characters)` });
+          },
           watch: (call: Watching) => {
             if (health.draining) {
               // a Watch that arrives during the drain hears NOT_SERVING (the status) and ends

@@ -2,7 +2,8 @@
  * gRPC health Watch under a hostile client, with real grpc-js clients on loopback: a Watch for a name that is not
  * ours answers SERVICE_UNKNOWN and, once cancelled, leaves nothing behind (grpc-health-check kept a map entry per
  * name ever watched, its key the name: 1 MB names leaked 1 MB each); and the open Watch calls are bounded
- * (RESOURCE_EXHAUSTED past the bound, room again once one closes).
+ * (RESOURCE_EXHAUSTED past the bound, room again once one closes); a Check of a huge unknown name is NOT_FOUND with the
+ * name cut short (the whole name in grpc-message left the client's connection stuck).
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -96,6 +97,22 @@ test('Watch calls are bounded: past the bound RESOURCE_EXHAUSTED; a closed one m
     assert.equal(again, 'SERVING', 'a Watch once one of the five was cancelled');
   } finally {
     for (const c of calls) c.cancel();
+    s.close();
+  }
+});
+
+test('Check of a 100 KB name: NOT_FOUND at once with the name cut short, and the connection keeps answering (the whole name in grpc-message stuck it)', { timeout: 30_000 }, async () => {
+  const s = await healthServer();
+  const check = (service: string): Promise<string> => new Promise((resolve) => {
+    (s.client as unknown as { Check(r: { service: string }, md: grpc.Metadata, o: grpc.CallOptions, cb: (e: grpc.ServiceError | null, r: { status: string }) => void): void })
+      .Check({ service }, new grpc.Metadata(), { deadline: Date.now() + 3000 }, (e, r) => resolve(e ? `${grpc.status[e.code]} ${e.details.length}` : r.status));
+  });
+  try {
+    const big = await check('y'.repeat(100_000));
+    assert.match(big, /^NOT_FOUND \d+$/);
+    assert.ok(Number(big.split(' ')[1]) < 200, big);
+    assert.equal(await check(''), 'SERVING', 'the same connection after it');
+  } finally {
     s.close();
   }
 });
