@@ -1,5 +1,6 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { createServer as createSecureServer } from 'node:https';
+import { isUtf8 } from 'node:buffer';
 import type { TlsOptions } from 'node:tls';
 import type { Decision } from '../core/types.js';
 import { RatekeeperError } from '../core/errors.js';
@@ -290,7 +291,7 @@ export class HttpFront {
       if (twice !== undefined) throw new BadRequest(twice, 'header is sent more than once: node would join the copies with ", " into one key of its own (a client that adds its own copy would get a fresh budget)');
       const h = req.headers;
       const p = one(h['x-ratekeeper-policy']);
-      const key = one(h['x-ratekeeper-key']);
+      const key = headerText(one(h['x-ratekeeper-key']), 'X-Ratekeeper-Key');
       const costText = one(h['x-ratekeeper-cost']);
       if (p === undefined || p === '') throw new BadRequest('X-Ratekeeper-Policy', 'header is missing');
       if (key === undefined || key === '') throw new BadRequest('X-Ratekeeper-Key', 'header is missing');
@@ -462,6 +463,22 @@ function send(res: ServerResponse, status: number, type: string, body: string): 
 
 function fail(res: ServerResponse, status: number, field: string, message: string): void {
   send(res, status, 'application/json', JSON.stringify({ error: message.startsWith(`${field}:`) ? message : `${field}: ${message}`, field }));
+}
+
+/** NON_ASCII — a character past U+007F: node read the header's bytes as Latin-1. */
+const NON_ASCII = /[^\x00-\x7f]/;
+
+/**
+ * headerText — a header's value as the UTF-8 text its bytes spell (node gives each byte as one Latin-1 character:
+ * `é` sent as UTF-8 arrived as `Ã©`, another client than the `é` of /v1/check, /json and gRPC), or a BadRequest
+ * naming `field` when the bytes are not UTF-8 (decoded, they would become U+FFFD, and distinct keys one counter).
+ * ASCII, the usual case, is returned as it is after one regex test.
+ */
+function headerText(v: string | undefined, field: string): string | undefined {
+  if (v === undefined || !NON_ASCII.test(v)) return v;
+  const bytes = Buffer.from(v, 'latin1');
+  if (!isUtf8(bytes)) throw new BadRequest(field, 'header is not valid UTF-8');
+  return bytes.toString('utf8');
 }
 
 /** one — a request header's value (the first, were it repeated). */
