@@ -19,11 +19,29 @@ export const HEALTH_SERVICES = ['', 'envoy.service.ratelimit.v3.RateLimitService
 /** Status — what a health check says. */
 export type Status = 'SERVING' | 'NOT_SERVING';
 
-/** Watching — a Watch call of grpc-health-check's implementation, as far as the drain ends it. */
+/**
+ * MAX_WATCHES — the most Watch calls open at once on the listener; past it a Watch is refused RESOURCE_EXHAUSTED.
+ * A Watch is held open by design and costs the server ~16 KB (grpc-js's stream; 4 000 measured at +63 MB RSS), so
+ * without a bound a client holding many connections of --grpc-max-streams Watches each grows memory without end.
+ * Probes (Kubernetes, grpc_health_probe, Envoy) use Check; a Watch is one per watching client.
+ */
+export const MAX_WATCHES = 1000;
+
+/** Watching — a Watch call of grpc-health-check's implementation, as far as the wrapper answers and ends it. */
 interface Watching {
+  request: { service?: unknown };
+  write(message: { status: string }): unknown;
   end(): void;
+  emit(event: 'error', e: { code: number; details: string }): unknown;
   on(event: 'cancelled' | 'close' | 'finish', fn: () => void): unknown;
 }
+
+/** KNOWN — HEALTH_SERVICES as a set (the names whose status can change). */
+const KNOWN: ReadonlySet<string> = new Set(HEALTH_SERVICES);
+
+/** RESOURCE_EXHAUSTED, NOT_FOUND — grpc.status's codes (the type-only import of grpc-js has no values). */
+const RESOURCE_EXHAUSTED = 8;
+const NOT_FOUND = 5;
 
 /**
  * GrpcHealth — the health service of one gRPC server. `storeDown` — whether the store is found down now (the
@@ -41,10 +59,10 @@ export class GrpcHealth {
   private constructor(private readonly impl: { setStatus(service: string, status: Status): void }) {}
 
   /**
-   * add — the health service on `server` (before it binds), every name SERVING. Throws a RatekeeperError when the
-   * grpc-health-check package is missing.
+   * add — the health service on `server` (before it binds), every name SERVING, at most `maxWatches` Watch calls
+   * open at once. Throws a RatekeeperError when the grpc-health-check package is missing.
    */
-  static async add(server: grpc.Server): Promise<GrpcHealth> {
+  static async add(server: grpc.Server, maxWatches = MAX_WATCHES): Promise<GrpcHealth> {
     const mod = await import('grpc-health-check').catch(() => {
       throw new RatekeeperError('serve: gRPC health checking needs the grpc-health-check package: npm install grpc-health-check');
     });
@@ -56,8 +74,17 @@ export class GrpcHealth {
     impl.addToServer({
       addService: (service: grpc.ServiceDefinition, handlers: grpc.UntypedServiceImplementation) => {
         const watch = handlers.watch as (call: Watching) => void;
+        const check = handlers.check as (call: { request: { service?: unknown } }, callback: (e: { code: number; details: string } | null, r?: unknown) => void) => void;
         server.addService(service, {
           ...handlers,
+          // a name not ours is NOT_FOUND with the name cut short: the package echoed it whole in grpc-message, and a
+          // trailer of a 100 KB name was more than the client's HTTP/2 header limit, its connection stuck after it
+          check: (call: { request: { service?: unknown } }, callback: (e: { code: number; details: string } | null, r?: unknown) => void) => {
+            const name = call.request.service;
+            if (typeof name === 'string' && KNOWN.has(name)) return check(call, callback);
+            const shown = typeof name === 'string' ? JSON.stringify(name.length > 64 ? `${name.slice(0, 64)}…` : name) : '(none)';
+            callback({ code: NOT_FOUND, details: `Health status unknown for service ${shown} (${typeof name === 'string' ? name.length : 0} characters)` });
+          },
           watch: (call: Watching) => {
             if (health.draining) {
               // a Watch that arrives during the drain hears NOT_SERVING (the status) and ends
@@ -65,11 +92,21 @@ export class GrpcHealth {
               call.end();
               return;
             }
+            if (health.watching.size >= maxWatches) {
+              call.emit('error', { code: RESOURCE_EXHAUSTED, details: `${maxWatches} health Watch calls are open on this server: use Check, or close a Watch` });
+              return;
+            }
             health.watching.add(call);
             const gone = (): void => void health.watching.delete(call);
             call.on('cancelled', gone);
             call.on('close', gone);
             call.on('finish', gone);
+            // a name that is not one of ours is SERVICE_UNKNOWN for good: answered here, never handed to the package,
+            // which keeps a map entry per name it was asked to watch (the name as its key) after the call is gone
+            if (typeof call.request.service !== 'string' || !KNOWN.has(call.request.service)) {
+              call.write({ status: 'SERVICE_UNKNOWN' });
+              return;
+            }
             watch(call);
           },
         });

@@ -1,5 +1,6 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { createServer as createSecureServer } from 'node:https';
+import { isUtf8 } from 'node:buffer';
 import type { TlsOptions } from 'node:tls';
 import type { Decision } from '../core/types.js';
 import { RatekeeperError } from '../core/errors.js';
@@ -290,7 +291,7 @@ export class HttpFront {
       if (twice !== undefined) throw new BadRequest(twice, 'header is sent more than once: node would join the copies with ", " into one key of its own (a client that adds its own copy would get a fresh budget)');
       const h = req.headers;
       const p = one(h['x-ratekeeper-policy']);
-      const key = one(h['x-ratekeeper-key']);
+      const key = headerText(one(h['x-ratekeeper-key']), 'X-Ratekeeper-Key');
       const costText = one(h['x-ratekeeper-cost']);
       if (p === undefined || p === '') throw new BadRequest('X-Ratekeeper-Policy', 'header is missing');
       if (key === undefined || key === '') throw new BadRequest('X-Ratekeeper-Key', 'header is missing');
@@ -405,13 +406,29 @@ function writeRls(res: ServerResponse, r: RlsResponse): void {
   send(res, r.overall_code === 'OVER_LIMIT' ? 429 : r.overall_code === 'OK' ? 200 : 500, 'application/json', responseJson(r));
 }
 
-/** decisionJson — a Decision as JSON; an infinite wait (a block without end, a cost no rule can ever admit) is null. */
+/**
+ * decisionJson — a Decision as JSON; an infinite wait (a block without end, a cost no rule can ever admit) is null,
+ * as is any other number JSON cannot hold (NaN, -Infinity: JSON.stringify's null), so the answer always parses.
+ */
 export function decisionJson(d: Decision): string {
-  // JSON has no Infinity: only a wait can be infinite, so the replacer is needed only then
-  if (d.retryAfter === Infinity || d.resetAfter === Infinity || d.rules.some((r) => r.retryAfter === Infinity || r.resetAfter === Infinity)) {
-    return JSON.stringify(d, (_k, v: unknown) => (v === Infinity ? null : v));
-  }
+  if (!finiteDecision(d)) return JSON.stringify(d);
   return d.blockReason === undefined && d.fallback === undefined ? decisionText(d) : JSON.stringify(d);
+}
+
+/**
+ * finiteDecision — every number decisionText writes is finite. Template literals write NaN and Infinity as the words
+ * (not JSON); JSON.stringify writes them null. Only a wait is infinite by design, the rest is defence in depth.
+ */
+function finiteDecision(d: Decision): boolean {
+  if (!(Number.isFinite(d.limit) && Number.isFinite(d.remaining) && Number.isFinite(d.retryAfter) && Number.isFinite(d.resetAfter))) return false;
+  if ((d.rate !== undefined && !Number.isFinite(d.rate)) || (d.delay !== undefined && !Number.isFinite(d.delay))) return false;
+  const rules = d.rules;
+  for (let i = 0; i < rules.length; i++) {
+    const r = rules[i];
+    if (!(Number.isFinite(r.limit) && Number.isFinite(r.remaining) && Number.isFinite(r.retryAfter) && Number.isFinite(r.resetAfter))) return false;
+    if ((r.rate !== undefined && !Number.isFinite(r.rate)) || (r.delay !== undefined && !Number.isFinite(r.delay))) return false;
+  }
+  return true;
 }
 
 /**
@@ -446,6 +463,22 @@ function send(res: ServerResponse, status: number, type: string, body: string): 
 
 function fail(res: ServerResponse, status: number, field: string, message: string): void {
   send(res, status, 'application/json', JSON.stringify({ error: message.startsWith(`${field}:`) ? message : `${field}: ${message}`, field }));
+}
+
+/** NON_ASCII — a character past U+007F: node read the header's bytes as Latin-1. */
+const NON_ASCII = /[^\x00-\x7f]/;
+
+/**
+ * headerText — a header's value as the UTF-8 text its bytes spell (node gives each byte as one Latin-1 character:
+ * `é` sent as UTF-8 arrived as `Ã©`, another client than the `é` of /v1/check, /json and gRPC), or a BadRequest
+ * naming `field` when the bytes are not UTF-8 (decoded, they would become U+FFFD, and distinct keys one counter).
+ * ASCII, the usual case, is returned as it is after one regex test.
+ */
+function headerText(v: string | undefined, field: string): string | undefined {
+  if (v === undefined || !NON_ASCII.test(v)) return v;
+  const bytes = Buffer.from(v, 'latin1');
+  if (!isUtf8(bytes)) throw new BadRequest(field, 'header is not valid UTF-8');
+  return bytes.toString('utf8');
 }
 
 /** one — a request header's value (the first, were it repeated). */

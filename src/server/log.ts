@@ -78,6 +78,22 @@ export function parseLogFormat(value: string, what: string): LogFormat {
   throw new RatekeeperError(`${what} must be text or json, got ${show(value)}`);
 }
 
+/**
+ * UNSAFE_IN_TEXT — what JSON.stringify leaves as it is but a text log must not show raw: U+2028/U+2029 (line breaks
+ * to some viewers and to JavaScript before ES2019) and the bidi controls (U+061C, U+200E/F, U+202A–U+202E,
+ * U+2066–U+2069), which reorder what a terminal shows after them (CVE-2021-42574's trick, in a log line).
+ */
+const UNSAFE_IN_TEXT = /[\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
+
+/**
+ * quoted — a client's or an operator's string for a text log line: JSON.stringify's quotes and escapes (newlines,
+ * control characters, quotes, lone surrogates as \udxxx), and the characters of UNSAFE_IN_TEXT as \uXXXX, so the
+ * string can neither start a line of its own nor reorder the line it is in.
+ */
+export function quoted(s: string): string {
+  return JSON.stringify(s).replace(UNSAFE_IN_TEXT, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+}
+
 /** stderrSink — one line on stderr (synchronous for files and pipes on Linux, so nothing is lost at exit). */
 const stderrSink = (line: string): void => {
   process.stderr.write(`${line}\n`);

@@ -14,7 +14,7 @@ import type { StoreHealth } from '../stores/redis/health.js';
 import { GrpcFront, tlsCredentials } from './grpc.js';
 import { ConfigWatcher } from './reload.js';
 import { listenFailed } from './listeners.js';
-import { createLogger, type LogFormat, type Logger, type LogLevel } from './log.js';
+import { createLogger, quoted, type LogFormat, type Logger, type LogLevel } from './log.js';
 import { describeStore } from './redact.js';
 import { StoreWatch } from './storeWatch.js';
 import type { KeyView } from '../admin/keys.js';
@@ -304,7 +304,8 @@ export async function startService(options: ServeOptions): Promise<Running> {
         allowedHosts: options.adminAllowedHosts ?? [], maxEventClients: options.adminMaxEventClients ?? 64,
         // logs: the live tail shows keys as the logs do; each change is one line (its key shown so too, by the handler)
         logKeys: options.logKeys, logKeysSecret: options.logKeysSecret,
-        log: (e) => logger.info(`admin: ${e.what} ${JSON.stringify(e.key)} on ${e.limiters.join(', ') || 'no limiter'} by ${e.who}${e.for === undefined ? '' : ` for ${e.for} ms`}${e.reason === undefined ? '' : ` (${e.reason})`}`, { event: 'admin', ...e }),
+        // the key and the operator's reason quoted: neither can start a log line of its own or reorder this one
+        log: (e) => logger.info(`admin: ${e.what} ${quoted(e.key)} on ${e.limiters.join(', ') || 'no limiter'} by ${e.who}${e.for === undefined ? '' : ` for ${e.for} ms`}${e.reason === undefined ? '' : ` (reason ${quoted(e.reason)})`}`, { event: 'admin', ...e }),
         config: () => ({ text: shown, loadedAt: service.config?.loadedAt ?? 0, files: service.config?.files ?? [] }),
         ...(tls.admin === undefined ? {} : { tls: { ...secureOptions(tls.admin.current), handshakeTimeout: options.requestTimeout ?? 10_000 } }),
       }).catch((e: unknown) => {
@@ -403,7 +404,7 @@ async function openStore(options: ServeOptions, logger: Logger): Promise<OpenedS
     throw new RatekeeperError('serve: a Redis store needs the ioredis package: npm install ioredis');
   });
   const { redisStore } = await import('../stores/redis/index.js');
-  const { createClient, waitReady, tlsHandshake, RedisConnectError } = await import('../stores/redis/connect.js');
+  const { createClient, waitReady, tlsHandshake, wrongTransport, RedisConnectError } = await import('../stores/redis/connect.js');
   const common = { maxRetriesPerRequest: 1, enableOfflineQueue: true, lazyConnect: false };
   const client = createClient(ioredis as never, plan.connect, common) as unknown as InstanceType<typeof ioredis.Redis>;
   const timeout = plan.connect.connectTimeout ?? 10_000;
@@ -418,6 +419,13 @@ async function openStore(options: ServeOptions, logger: Logger): Promise<OpenedS
     await ready;
   } catch (e) {
     if (!(e instanceof RedisConnectError) || e.reason === 'unreachable' || e.reason === 'sentinel') {
+      // plain text to a TLS port, or TLS to a plain one, never connects: a startup error, not a server to wait for
+      const node = plan.connect.mode !== 'sentinel' && plan.connect.path === undefined ? plan.connect.nodes[0] : undefined;
+      const wrong = node === undefined ? undefined : await wrongTransport(node, plan.connect.tls !== undefined, Math.min(timeout, 1000));
+      if (wrong !== undefined) {
+        client.disconnect();
+        throw new RatekeeperError(`serve: ${plan.describe}: ${wrong}`);
+      }
       const why = e instanceof RedisConnectError ? e.message : `not ready within ${timeout} ms (${redactSecrets(e instanceof Error ? e.message : String(e), plan.secrets)})`;
       logger.warn(`redis: ${plan.describe}: ${why}; serving by the failure policy (${options.onStoreError ?? 'memory'}) until it answers`, { event: 'redis_not_ready' });
     } else {

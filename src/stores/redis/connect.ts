@@ -4,6 +4,7 @@
  * password refused, a certificate not trusted) from a server that is merely not there yet. The caller passes the
  * ioredis module (an optional peer dependency: loaded by whoever needs it) and owns the client.
  */
+import { connect as netConnect } from 'node:net';
 import { connect as tlsConnect, type ConnectionOptions } from 'node:tls';
 import { redactSecrets } from '../../core/redact.js';
 
@@ -196,5 +197,40 @@ export function tlsHandshake(node: RedisNode, tls: ConnectionOptions, timeout: n
     timer.unref();
     sock.once('secureConnect', () => done(undefined));
     sock.once('error', (e: Error & { code?: string }) => done(classify(e) === 'tls' ? e.message : undefined));
+  });
+}
+
+/**
+ * wrongTransport — why the first connection failed when the transport is the wrong one, else undefined: a server
+ * that completes a TLS handshake though the client speaks plain text (a TLS port: Redis resets the connection, ioredis
+ * says only ECONNRESET), or one that answers a plain `PING` (`+PONG`, `-NOAUTH …`, `-ERR …`) though the client
+ * speaks TLS (a plain port: Redis waits for a command and never answers the handshake, "no answer"). One look
+ * at `node`, bounded by `timeout` ms; a server that does neither (down, not Redis) is undefined, the usual wait.
+ */
+export function wrongTransport(node: RedisNode, clientTls: boolean, timeout: number): Promise<string | undefined> {
+  return new Promise((resolve) => {
+    let done = false;
+    const finish = (why: string | undefined): void => {
+      if (done) return;
+      done = true;
+      clearTimeout(timer);
+      sock.destroy();
+      resolve(why);
+    };
+    const where = `${node.host}:${node.port}`;
+    const sock = clientTls
+      ? netConnect({ host: node.host, port: node.port }, () => void sock.write('PING\r\n'))
+      : tlsConnect({ host: node.host, port: node.port, rejectUnauthorized: false }, () => finish(`${where} speaks TLS: use a rediss:// URL or --redis-tls (REDIS_TLS=true)`));
+    if (clientTls) {
+      let got = '';
+      sock.on('data', (b: Buffer) => {
+        got += b.toString('latin1');
+        if (/^[+-]/.test(got) && got.includes('\r\n')) finish(`${where} speaks plain Redis, not TLS (it answered ${JSON.stringify(got.split('\r\n')[0].slice(0, 40))}): use a redis:// URL without --redis-tls`);
+      });
+    }
+    sock.on('error', () => finish(undefined));
+    sock.on('close', () => finish(undefined));
+    const timer = setTimeout(() => finish(undefined), timeout);
+    timer.unref();
   });
 }
