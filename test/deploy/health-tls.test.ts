@@ -10,7 +10,7 @@ import { startService, type Running } from '../../src/server/serve.js';
 import { probeOptions } from '../../src/server/probe.js';
 import { run } from '../server/procs.js';
 import { configFile } from '../server/support.js';
-import { makeCerts } from '../server/certs.js';
+import { makeCerts } from '../support/certs.js';
 
 describe('ratekeeper health over TLS', () => {
   let rk: Running;
