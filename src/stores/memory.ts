@@ -107,6 +107,13 @@ const NONE = -1;
 const INLINE = 3;
 /** BIG — logMeta of a slot whose log has a Log of its own (in bigLogs); otherwise logMeta is head·4 + size. */
 const BIG = 255;
+/**
+ * PENALTY_LOOK — how many of the least recently used clients in penalty an insert into a full table looks at for one
+ * whose penalty is over (each look is one verdict of the rules: bounded, so a flood of fresh keys into a table of
+ * penalties costs at most this many per new key).
+ */
+const PENALTY_LOOK = 16;
+
 /** NORMAL, PENALTY — the two LRU lists: clients whose last decision admitted them, and those it refused. */
 const NORMAL = 0;
 const PENALTY = 1;
@@ -133,9 +140,9 @@ function entry(key: string, o: Listed): OverrideEntry {
  * Int32Arrays (no object per client but the key string itself).
  *
  * Eviction, when the table is full: a client whose last decision refused it is in penalty (until a request of cost 1
- * would pass) and sits on the PENALTY list; everyone else on the NORMAL list. A new client takes the slot of, in this order: the
- * least recently used penalty client whose penalty is over, the least recently used normal client, the least
- * recently used penalty client. So a flood of fresh keys never wipes a penalty while the table holds anyone else,
+ * would pass) and sits on the PENALTY list; everyone else on the NORMAL list. A new client takes the slot of, in this order: a
+ * penalty client whose penalty is over (the first found among the PENALTY_LOOK least recently used), the least
+ * recently used normal client, the least recently used penalty client. So a flood of fresh keys never wipes a penalty while the table holds anyone else,
  * and each insert does O(1) work.
  */
 export class MemoryTable implements BoundStore {
@@ -441,13 +448,12 @@ export class MemoryTable implements BoundStore {
 
   /**
    * insert — a slot for a new key, on the NORMAL list: the next free one, or when the table is full the slot of
-   * the least recently used client past its penalty, else not in penalty, else in penalty — wiped.
+   * `victim` — wiped.
    */
   private insert(key: string, now: number): number {
     let slot = this.slots.size;
     if (slot >= this.maxKeys) {
-      const p = this.lru[PENALTY];
-      slot = p !== NONE && this.over(p, now) ? p : this.lru[NORMAL] !== NONE ? this.lru[NORMAL] : p;
+      slot = this.victim(now);
       this.unlink(slot);
       this.slots.delete(this.keys[slot]);
       this.slab.fill(0, slot * this.stride, (slot + 1) * this.stride);
@@ -460,6 +466,18 @@ export class MemoryTable implements BoundStore {
     this.keys[slot] = key;
     this.pushFront(slot, NORMAL);
     return slot;
+  }
+
+  /**
+   * victim — the slot a new client takes when the table is full: a client in penalty whose penalty is over (among the
+   * PENALTY_LOOK least recently used in penalty: penalties do not end in the order they began — a refusal of cost 2,
+   * or a client whose oldest request is older, ends first), else the least recently used client not in penalty, else
+   * the least recently used client in penalty.
+   */
+  private victim(now: number): number {
+    let p = this.lru[PENALTY];
+    for (let i = 0; p !== NONE && i < PENALTY_LOOK; i++, p = this.newer[p]) if (this.over(p, now)) return p;
+    return this.lru[NORMAL] !== NONE ? this.lru[NORMAL] : this.lru[PENALTY];
   }
 
   /** over — whether the penalty of the client in `slot` is over: every rule would admit a request of cost 1 now. */

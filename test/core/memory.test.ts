@@ -162,6 +162,35 @@ describe('memory store: eviction keeps penalties', () => {
     assert.deepEqual([...table.slots.keys()].sort(), ['a', 'b', 'c']);
   });
 
+  it('a full table of penalties gives up one whose penalty ended first, not the oldest (fast-check found: a refusal of cost 2)', () => {
+    // maxKeys 2: the abuser is refused at cost 1 (in penalty 1 s); k38 then is refused at cost 2 with 1 left (a request
+    // of cost 1 would pass: its penalty is already over). A new client must take k38's slot, not the abuser's.
+    const lim = limiter({ rules: [rules.slidingLog({ limit: 2, per: '1s' }), rules.fixedWindow({ limit: 4, per: '3s' })], store: memoryStore({ maxKeys: 2 }) });
+    const t = 1_700_000_000_000;
+    for (let i = 0; i < 3; i++) lim.checkSync('abuser', { now: t });
+    assert.equal(lim.checkSync('k38', { now: t }).allowed, true);
+    assert.equal(lim.checkSync('k38', { now: t, cost: 2 }).allowed, false);
+    assert.equal(lim.checkSync('k1', { now: t }).allowed, true);
+    const d = lim.checkSync('abuser', { now: t });
+    assert.equal(d.allowed, false, 'the abuser was forgotten and admitted 1 000 ms early');
+    assert.equal(d.retryAfter, 1000);
+  });
+
+  it('… and one whose penalty ends before an older one\'s (its oldest request is older)', () => {
+    const lim = limiter({ rules: [rules.slidingLog({ limit: 2, per: '1s' })], store: memoryStore({ maxKeys: 2 }) });
+    const t = 1_700_000_000_000;
+    lim.checkSync('x', { now: t });
+    lim.checkSync('abuser', { now: t + 500 });
+    lim.checkSync('abuser', { now: t + 600 });
+    assert.equal(lim.checkSync('abuser', { now: t + 700 }).allowed, false); // in penalty until t + 1500
+    lim.checkSync('x', { now: t + 900 });
+    assert.equal(lim.checkSync('x', { now: t + 950 }).allowed, false); // in penalty until t + 1000
+    assert.equal(lim.checkSync('new', { now: t + 1001 }).allowed, true); // x's penalty is over: x makes room
+    const d = lim.checkSync('abuser', { now: t + 1002 });
+    assert.equal(d.allowed, false, 'the abuser was forgotten and admitted early');
+    assert.equal(d.retryAfter, 498);
+  });
+
   it('property: a client in penalty is never admitted early, whatever the other keys do, while the table is not all penalties', () => {
     // key 0 is the abuser, in half the steps; the others come from a pool larger than the table
     const step = fc.record({ key: fc.oneof(fc.constant(0), fc.integer({ min: 1, max: 40 })), gap: fc.integer({ min: 0, max: 150 }), cost: fc.constantFrom(0, 1, 1, 2) });
