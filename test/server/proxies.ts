@@ -1,11 +1,12 @@
 /**
- * test/server/proxies — what the proxy examples' tests share (test/server/caddy.test.ts, haproxy.test.ts): a binary
- * found or a clear failure, an example rewritten to the test's ports, and a TCP relay in front of ratekeeper that
- * counts the connections a proxy opens to it.
+ * test/server/proxies — what the proxy examples' tests share (test/server/nginx.test.ts, caddy.test.ts, haproxy.test.ts):
+ * a binary found or a clear failure, an example rewritten to the test's ports, a TCP relay in front of ratekeeper that
+ * counts the connections a proxy opens to it, and the assertions on an admitted answer and on a refused burst.
  */
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { connect, createServer, type Server, type Socket } from 'node:net';
+import { http, type Reply } from './procs.js';
 
 /** binary — the first of `paths` that runs with `versionArgs`, else `name` on PATH; else throws `missing`. */
 export function binary(name: string, paths: string[], versionArgs: string[], missing: string): string {
@@ -55,5 +56,41 @@ export async function relay(target: number): Promise<Relay> {
     for (const s of sockets) s.destroy();
     server.close(() => resolve());
   });
+  return r;
+}
+
+/**
+ * assertAdmitted — an answer the proxy let through: the app's own body, and ratekeeper's RateLimit and RateLimit-Policy
+ * for the examples' policy (10/1s and 300/1m) copied onto it.
+ */
+export function assertAdmitted(r: Reply, log: string): void {
+  assert.equal(r.status, 200, `${r.text}\n${log}`);
+  assert.equal(r.text, 'hello from the app\n');
+  assert.match(String(r.headers['ratelimit']), /^"10\/1s";r=\d+;t=\d+, "300\/1m";r=\d+;t=\d+$/);
+  assert.match(String(r.headers['ratelimit-policy']), /"10\/1s";q=10;w=1/);
+  assert.match(String(r.headers['ratelimit-policy']), /"300\/1m";q=300;w=60/);
+}
+
+/**
+ * refusedBurst — 40 requests at once through the proxy on `front` (in parallel, so that a slow machine cannot spread
+ * them over the refill): each answered 200 or 429, some refused (and at least `minAdmitted` admitted), the upstream
+ * called exactly for the admitted ones (`appCalls` counts its calls); the first 429 is a problem+json with the
+ * RateLimit fields and Retry-After, and is returned.
+ */
+export async function refusedBurst(front: number, appCalls: () => number, minAdmitted = 0): Promise<Reply> {
+  const before = appCalls();
+  const answers = await Promise.all(Array.from({ length: 40 }, (_, i) => http(front, 'GET', `/burst/${i}`)));
+  const called = appCalls() - before;
+  const ok = answers.filter((r) => r.status === 200);
+  const over = answers.filter((r) => r.status === 429);
+  assert.equal(ok.length + over.length, 40, answers.map((r) => r.status).join(' '));
+  assert.ok(over.length > 0 && ok.length >= minAdmitted, `${ok.length} admitted, ${over.length} refused`);
+  assert.equal(called, ok.length, 'the upstream saw exactly the admitted requests');
+  const r = over[0];
+  assert.match(String(r.headers['content-type']), /^application\/problem\+json/);
+  assert.equal(JSON.parse(r.text).status, 429);
+  assert.match(String(r.headers['ratelimit']), /^"10\/1s";r=0;t=\d+, "300\/1m";r=\d+;t=\d+$/);
+  assert.match(String(r.headers['ratelimit-policy']), /"10\/1s";q=10;w=1/);
+  assert.match(String(r.headers['retry-after']), /^[1-9]\d*$/);
   return r;
 }
