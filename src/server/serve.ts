@@ -404,7 +404,7 @@ async function openStore(options: ServeOptions, logger: Logger): Promise<OpenedS
     throw new RatekeeperError('serve: a Redis store needs the ioredis package: npm install ioredis');
   });
   const { redisStore } = await import('../stores/redis/index.js');
-  const { createClient, waitReady, tlsHandshake, wrongTransport, RedisConnectError } = await import('../stores/redis/connect.js');
+  const { createClient, waitReady, tlsHandshake, tlsRefusal, wrongTransport, RedisConnectError } = await import('../stores/redis/connect.js');
   const common = { maxRetriesPerRequest: 1, enableOfflineQueue: true, lazyConnect: false };
   const client = createClient(ioredis as never, plan.connect, common) as unknown as InstanceType<typeof ioredis.Redis>;
   const timeout = plan.connect.connectTimeout ?? 10_000;
@@ -425,6 +425,12 @@ async function openStore(options: ServeOptions, logger: Logger): Promise<OpenedS
       if (wrong !== undefined) {
         client.disconnect();
         throw new RatekeeperError(`serve: ${plan.describe}: ${wrong}`);
+      }
+      // a TLS server that refuses this client after the handshake (mutual TLS without the certificate it wants)
+      const refusal = node === undefined || plan.connect.tls === undefined ? undefined : await tlsRefusal(node, plan.connect.tls, Math.min(timeout, 1000));
+      if (refusal !== undefined) {
+        client.disconnect();
+        throw new RatekeeperError(`serve: ${plan.describe}: the TLS connection to Redis failed (trusting ${plan.tlsFrom}): ${refusal}`);
       }
       const why = e instanceof RedisConnectError ? e.message : `not ready within ${timeout} ms (${redactSecrets(e instanceof Error ? e.message : String(e), plan.secrets)})`;
       logger.warn(`redis: ${plan.describe}: ${why}; serving by the failure policy (${options.onStoreError ?? 'memory'}) until it answers`, { event: 'redis_not_ready' });

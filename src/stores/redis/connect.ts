@@ -201,6 +201,36 @@ export function tlsHandshake(node: RedisNode, tls: ConnectionOptions, timeout: n
 }
 
 /**
+ * tlsRefusal — why a TLS server refuses this client after the handshake, else undefined. Under TLS 1.3 a server that
+ * requires a client certificate checks it after the client's handshake is done: the client learns of the refusal
+ * only at its first read, as the server's alert ("certificate required") or as a bare reset when the alert was lost
+ * to the close; ioredis then reports ECONNRESET, which reads like a server that is down. One handshake and one
+ * `PING` to `node`, bounded by `timeout` ms: any answer, or no handshake at all (down, refused), is undefined.
+ */
+export function tlsRefusal(node: RedisNode, tls: ConnectionOptions, timeout: number): Promise<string | undefined> {
+  return new Promise((resolve) => {
+    let shaken = false;
+    let done = false;
+    const finish = (why: string | undefined): void => {
+      if (done) return;
+      done = true;
+      clearTimeout(timer);
+      sock.destroy();
+      resolve(why);
+    };
+    const sock = tlsConnect({ ...tls, host: node.host, port: node.port, servername: /^[\d.]+$|:/.test(node.host) ? undefined : node.host }, () => {
+      shaken = true;
+      sock.write('PING\r\n');
+    });
+    sock.on('data', () => finish(undefined));
+    sock.on('error', (e: Error) => finish(classify(e) === 'tls' ? e.message : shaken ? `the server closed the connection after the TLS handshake (${e.message}): it may require a client certificate` : undefined));
+    sock.on('close', () => finish(shaken ? 'the server closed the connection after the TLS handshake: it may require a client certificate' : undefined));
+    const timer = setTimeout(() => finish(undefined), timeout);
+    timer.unref();
+  });
+}
+
+/**
  * wrongTransport — why the first connection failed when the transport is the wrong one, else undefined: a server
  * that completes a TLS handshake though the client speaks plain text (a TLS port: Redis resets the connection, ioredis
  * says only ECONNRESET), or one that answers a plain `PING` (`+PONG`, `-NOAUTH …`, `-ERR …`) though the client
