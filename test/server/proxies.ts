@@ -94,3 +94,19 @@ export async function refusedBurst(front: number, appCalls: () => number, minAdm
   assert.match(String(r.headers['retry-after']), /^[1-9]\d*$/);
   return r;
 }
+
+/**
+ * spoofedBurst — 40 requests at once carrying the client's own X-Ratekeeper-Cost 0, a key of its own and another
+ * policy, in a fresh second of the 10/s rule: the proxy must replace them, so some are refused, and the upstream is
+ * called exactly for the admitted ones.
+ */
+export async function spoofedBurst(front: number, appCalls: () => number): Promise<void> {
+  await new Promise((r) => setTimeout(r, 1100));
+  const before = appCalls();
+  const answers = await Promise.all(Array.from({ length: 40 }, (_, i) => http(front, 'GET', `/free/${i}`, undefined, {
+    headers: { 'x-ratekeeper-cost': '0', 'x-ratekeeper-key': `spoof-${i}`, 'x-ratekeeper-policy': 'nonexistent' },
+  })));
+  const over = answers.filter((r) => r.status === 429).length;
+  assert.ok(over > 0, `all ${answers.length} admitted: ${answers.map((r) => r.status).join(' ')}`);
+  assert.equal(appCalls() - before, answers.length - over);
+}
