@@ -1,4 +1,4 @@
-import type { RedisClient } from './index.js';
+import type { RedisClient } from './client.js';
 
 /**
  * node-redis — the `redis` package's clients (`createClient`, `createCluster`, v4 and later) seen through the store's

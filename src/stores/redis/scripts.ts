@@ -7,6 +7,7 @@ import type { RuleConfig } from '../../core/algorithms/common.js';
 import { RatekeeperError } from '../../core/errors.js';
 import { NEGLIGIBLE, REL_SLACK, TIME_SLACK, countSlack } from '../../core/algorithms/common.js';
 import { enoughFor } from '../../core/algorithms/slidingLog.js';
+import { DELAY, HEAD_DOUBLES, LIVE_TAIL_DOUBLES, RATE, TAIL_DOUBLES, measureOf } from './reply.js';
 
 /**
  * LUA_DIR — where the .lua files are at run time: beside this file when it runs from source, else in src/ of the
@@ -158,9 +159,10 @@ export function stateSizeOf(a: Algorithm, shared = false): number {
   }
 }
 
-/** measures — what a rule reports beyond admits, remaining, retryAfter, resetAfter: a rate (earrrl, exponential), a delay (leakyBucket). */
-export const hasRate = (a: Algorithm): boolean => a === 'earrrl' || a === 'exponential';
-export const hasDelay = (a: Algorithm): boolean => a === 'leakyBucket';
+// ---- reply layout (reply.ts owns it; helper A's hunk: these two lines and REPLY_FMT / LIVE_FMT in body()) ----
+/** hasRate, hasDelay — whether a rule's part of the reply carries a rate or a delay (reply.ts measureOf). */
+export const hasRate = (a: Algorithm): boolean => measureOf(a) === RATE;
+export const hasDelay = (a: Algorithm): boolean => measureOf(a) === DELAY;
 
 /** LIBRARY — the library functions and constants a script may use, as the prelude declares them. */
 const LIBRARY: Record<string, string> = {
@@ -361,8 +363,8 @@ function body(policy: Policy, flavor: Flavor): string {
     ZEROS: zeros,
     ALL_OK: rules.map((_, i) => `ok${i + 1}`).join(' and '),
     RULE_REPLY: flat ? replies.join(', ') : '',
-    REPLY_FMT: fmt(2 + replyCount),
-    LIVE_FMT: fmt(4 + replyCount),
+    REPLY_FMT: fmt(HEAD_DOUBLES + replyCount + TAIL_DOUBLES),
+    LIVE_FMT: fmt(HEAD_DOUBLES + replyCount + LIVE_TAIL_DOUBLES),
     HEAD: String(head),
     STATE_VALUE: [state.length > 0 ? `pack('<c1${'d'.repeat(state.length)}', 'n', ${state.join(', ')})` : `'n'`, ...logValue].join(' .. '),
     STATE_BODY: [state.length > 0 ? `pack('<${'d'.repeat(state.length)}', ${state.join(', ')})` : `''`, ...logValue].join(' .. '),

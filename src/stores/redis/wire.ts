@@ -1,0 +1,124 @@
+/**
+ * wire — the client strategy: which client the store was given (ioredis, or node-redis through its adapter), how a
+ * check's command goes out on it (one ioredis Command through sendCommand when ioredis can be loaded, else the
+ * client's evalshaBuffer, else callBuffer), which Cluster master serves a slot, and the corking of the client's
+ * sockets for one tick (coalesce). Imports the client seam (client.ts) and the node-redis adapter; nothing of the store.
+ */
+import { createRequire } from 'node:module';
+import { RatekeeperError, show } from '../../core/errors.js';
+import type { NodeRedisLike, RedisClient } from './client.js';
+import { NodeRedisAdapter, isNodeRedis } from './node-redis.js';
+
+/**
+ * CommandClass — ioredis's Command, when ioredis can be loaded (it is the store's peer dependency): checks are then sent
+ * as one Command each through the client's sendCommand, past ioredis's per-call argument handling and auto-pipelining
+ * (the store coalesces its own writes, below). Without it, the store calls the client's methods. ioredis is CommonJS,
+ * so it is loaded with require: no top-level await, so that CommonJS code can `require('ratekeeper/redis')`.
+ */
+type CommandCtor = new (name: string, args: string[], options: { replyEncoding: null; keyPrefix?: string }) => object;
+const CommandClass: CommandCtor | undefined = (() => {
+  try {
+    return (createRequire(import.meta.url)('ioredis') as { Command?: CommandCtor }).Command;
+  } catch {
+    return undefined;
+  }
+})();
+
+/** DOWN — client states in which a command would only wait in the client's offline queue. */
+export const DOWN: ReadonlySet<string> = new Set(['reconnecting', 'close', 'end', 'disconnecting']);
+
+/** clientOf — the store's client from the option `given`: node-redis wrapped in its adapter; anything else that is not a client throws. */
+export function clientOf(given: RedisClient | NodeRedisLike): RedisClient {
+  const obj = typeof given === 'object' && given !== null ? given : undefined;
+  const c = (isNodeRedis(obj) ? new NodeRedisAdapter(obj!) : obj) as RedisClient | undefined;
+  if (typeof c !== 'object' || c === null || typeof c.evalsha !== 'function' || typeof c.eval !== 'function' || typeof c.callBuffer !== 'function') {
+    throw new RatekeeperError(`redisStore.client must be an ioredis Redis or Cluster or a node-redis client or cluster, got ${show(given)}`);
+  }
+  return c;
+}
+
+/** isClusterClient — whether the client is a Redis Cluster (ioredis Cluster, or node-redis's through its adapter). */
+export function isClusterClient(c: RedisClient): boolean {
+  return (c as { isCluster?: boolean }).isCluster === true;
+}
+
+/** masterOf — for a Cluster client, the master serving a slot ('host:port', undefined while unknown); undefined for a standalone client. */
+export function masterOf(c: RedisClient): ((slot: number) => string | undefined) | undefined {
+  const cluster = c as RedisClient & { isCluster?: boolean; slots?: string[][]; nodeOf?: (slot: number) => string | undefined };
+  if (typeof cluster.nodeOf === 'function') return cluster.isCluster === true ? cluster.nodeOf.bind(cluster) : undefined;
+  return cluster.isCluster === true ? (slot) => cluster.slots?.[slot]?.[0] : undefined;
+}
+
+/** CheckSend — sends a check's command (EVALSHA or EVAL of one key; now, cost, deadline as ARGV), the reply kept as bytes. */
+export type CheckSend = (shaOrText: string, key: string, now: string | undefined, cost: string, deadline: string | undefined) => Promise<unknown>;
+
+/**
+ * checkSenders — how a check is sent on `c`: one ioredis Command through sendCommand when ioredis is there (the
+ * leanest path, and it leaves batching to the store's coalescing); else the client's evalshaBuffer (callBuffer loses
+ * the command's name under ioredis auto-pipelining); else callBuffer. The common check (server clock, cost 1) sends no ARGV.
+ */
+export function checkSenders(c: RedisClient): { evalshaBuffer: CheckSend; evalBuffer: CheckSend } {
+  const args = (head: string, key: string, now: string | undefined, cost: string, deadline: string | undefined): string[] =>
+    deadline !== undefined ? [head, '1', key, now ?? '', cost, deadline] : now === undefined && cost === '1' ? [head, '1', key] : [head, '1', key, now ?? '', cost];
+  const direct = c as RedisClient & { sendCommand?: (command: object) => Promise<unknown>; options?: { keyPrefix?: string } };
+  const methods = c as RedisClient & { evalshaBuffer?: (...a: (string | number)[]) => Promise<unknown>; evalBuffer?: (...a: (string | number)[]) => Promise<unknown> };
+  const Cmd = CommandClass;
+  if (Cmd !== undefined && typeof direct.sendCommand === 'function') {
+    const keyPrefix = direct.options?.keyPrefix;
+    const opts = keyPrefix ? { replyEncoding: null, keyPrefix } : { replyEncoding: null };
+    return {
+      evalshaBuffer: (sha, key, now, cost, dl) => direct.sendCommand!(new Cmd('evalsha', args(sha, key, now, cost, dl), opts)),
+      evalBuffer: (text, key, now, cost, dl) => direct.sendCommand!(new Cmd('eval', args(text, key, now, cost, dl), opts)),
+    };
+  }
+  if (typeof methods.evalshaBuffer === 'function' && typeof methods.evalBuffer === 'function') {
+    return {
+      evalshaBuffer: (sha, key, now, cost, dl) => methods.evalshaBuffer!(...args(sha, key, now, cost, dl)),
+      evalBuffer: (text, key, now, cost, dl) => methods.evalBuffer!(...args(text, key, now, cost, dl)),
+    };
+  }
+  return {
+    evalshaBuffer: (sha, key, now, cost, dl) => c.callBuffer('EVALSHA', ...args(sha, key, now, cost, dl)),
+    evalBuffer: (text, key, now, cost, dl) => c.callBuffer('EVAL', ...args(text, key, now, cost, dl)),
+  };
+}
+
+/** Corkable — a socket the store can cork for a tick (net.Socket, tls.TLSSocket). */
+interface Corkable {
+  cork(): void;
+  uncork(): void;
+  readonly writable?: boolean;
+}
+
+/**
+ * Corker — coalesce: at the first check of a tick, corks the client's sockets (every node's, for a Cluster) until
+ * the tick ends (`process.nextTick`), so that the checks of one tick cost one `writev`. Off: cork() does nothing.
+ */
+export class Corker {
+  /** corked — the sockets corked during this tick (all uncorked at its end), or undefined when none is. */
+  private corked: Corkable[] | undefined;
+
+  constructor(private readonly client: RedisClient, private readonly on: boolean) {}
+
+  cork(): void {
+    if (this.corked !== undefined || !this.on) return;
+    const c = this.client as RedisClient & { isCluster?: boolean; stream?: unknown; nodes?: () => { stream?: unknown }[] };
+    const streams = c.isCluster === true && typeof c.nodes === 'function' ? c.nodes().map((n) => n.stream) : [c.stream];
+    const corked: Corkable[] = [];
+    for (const x of streams) {
+      const sock = x as Corkable | undefined;
+      if (sock !== undefined && sock !== null && typeof sock.cork === 'function' && sock.writable !== false) {
+        sock.cork();
+        corked.push(sock);
+      }
+    }
+    this.corked = corked;
+    process.nextTick(this.uncork);
+  }
+
+  private readonly uncork = (): void => {
+    const corked = this.corked;
+    this.corked = undefined;
+    if (corked !== undefined) for (const sock of corked) sock.uncork();
+  };
+}
