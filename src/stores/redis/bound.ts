@@ -9,25 +9,24 @@ import type { Policy } from '../../core/policy.js';
 import type { MemoryStore, MemoryTable } from '../memory.js';
 import type { BoundStore, OverrideEntry, OverrideRequest } from '../types.js';
 import { type Script, policyId, policyScript, refundScript } from './scripts.js';
-import { tagSlot } from './slot.js';
-import { STANDALONE_TAG, bucketOf, memberOf, type Placement } from './listing.js';
 import { type Scanner } from './retime.js';
-import { decodeKey, encodeKey, slotTag } from './keys.js';
+import { encodeKey } from './keys.js';
 import { Call, StoreUnavailableError, learnOffset, type Budget, type Calls, type ScriptText } from './call.js';
 import type { RedisClient } from './client.js';
 import type { CheckSend } from './wire.js';
 import type { OnError } from './options.js';
 import { ReplyReader } from './reply.js';
 import { Fallback, unavailable } from './fallback.js';
-import { nonLocal, readEntry, shareScript, type IndexRef, type Listed } from './overrides.js';
+import type { IndexRef, OverrideIndex } from './overrides.js';
+import { shareSummary, sharedSummaries, summaryKeys } from './summaries.js';
 
 /** BoundHost — what a bound policy uses of its store (RedisStore). */
 export interface BoundHost {
   readonly client: RedisClient;
   readonly prefix: string;
-  readonly timeout: number;
   readonly onError: OnError;
   readonly calls: Calls;
+  readonly index: OverrideIndex;
   readonly fallback: MemoryStore | undefined;
   readonly fallbackMaxKeys: number;
   readonly isCluster: boolean;
@@ -37,14 +36,7 @@ export interface BoundHost {
   noteFailure(e: unknown): void;
   run(script: ScriptText, keys: string[], args: (string | number)[], binary?: boolean, deadline?: boolean): Promise<unknown>;
   callBuffer(command: string, ...args: string[]): Promise<unknown>;
-  setOverride(key: string, request: OverrideRequest, now: number | undefined, index?: IndexRef): Promise<unknown>;
-  clearOverride(key: string, kind: Override['kind'], index?: IndexRef): Promise<unknown>;
   reset(key: string): Promise<unknown>;
-  register(tag: string, add?: boolean): Promise<void>;
-  listing(now: number | undefined, maxAge?: number): Promise<Listed[]>;
-  readHash(key: string, field?: string): Promise<unknown>;
-  serverTime(): Promise<number>;
-  placement(): Placement | undefined;
 }
 
 /**
@@ -161,31 +153,12 @@ export class RedisBound implements BoundStore {
   }
 
   async setOverride(key: string, request: OverrideRequest, now: number | undefined): Promise<void> {
-    const redisKey = this.redisKey(key);
-    let index = this.indexOf(key);
-    try {
-      await this.store.setOverride(redisKey, request, now, index);
-    } catch (e) {
-      // the bucket is on another master than the client's value (the slot table changed under us): filed in the
-      // bucket of the client's own slot, always on its master, from which a listing moves it to its master's
-      if (!nonLocal(e)) throw e;
-      index = this.indexOf(key, true);
-      await this.store.setOverride(redisKey, request, now, index);
-    }
-    // registered after it is written (listing.ts: a listing that empties the registry of it reads it again), once per
-    // tag and process; not awaited (a failure only delays the listing of a bucket that is no master's primary one)
-    if (this.store.isCluster) this.store.register(index.tag).catch(() => undefined);
+    await this.store.index.file(this.redisKey(key), this.id, this.space + encodeKey(key), request, now);
     this.fallback?.remember(key, now, request.kind, request.for, request.reason);
   }
 
   async clearOverride(key: string, kind: Override['kind']): Promise<void> {
-    const redisKey = this.redisKey(key);
-    try {
-      await this.store.clearOverride(redisKey, kind, this.indexOf(key));
-    } catch (e) {
-      if (!nonLocal(e)) throw e;
-      await this.store.clearOverride(redisKey, kind, this.indexOf(key, true));
-    }
+    await this.store.index.unfile(this.redisKey(key), this.id, this.space + encodeKey(key), kind);
     this.fallback?.cleared(key, kind);
   }
 
@@ -235,29 +208,16 @@ export class RedisBound implements BoundStore {
     };
   }
 
-  // ---- the operators' view: the index of blocks and exemptions, and the shared summaries ----
+  // ---- the operators' view: the index of blocks and exemptions (overrides.ts), the shared summaries (summaries.ts) ----
 
-  /**
-   * indexOf — the bucket `key`'s override is filed in (listing.ts, lua/index.lua) and its member there: the one
-   * bucket on a standalone server; on a Cluster the primary bucket of the master serving the key's slot (`own`, or
-   * that master unknown: the bucket of the key's own slot, on the same master).
-   */
+  /** indexOf — the bucket `key`'s override is filed in and its member there (OverrideIndex.refOf). */
   indexOf(key: string, own = false): IndexRef {
-    const encoded = this.space + encodeKey(key);
-    let tag = STANDALONE_TAG;
-    if (this.store.isCluster) {
-      const slot = tagSlot(encoded);
-      tag = (own ? undefined : this.store.placement()?.tagOf(slot)) ?? slotTag(slot);
-    }
-    return { ...bucketOf(this.store.prefix, tag), member: memberOf(this.id, encoded) };
+    return this.store.index.refOf(this.id, this.space + encodeKey(key), own);
   }
 
   /** override — `key`'s block or exemption in force at `now` (undefined: the server's clock), from the index. */
-  async override(key: string, now: number | undefined): Promise<OverrideEntry | undefined> {
-    const { det, member } = this.indexOf(key);
-    const [raw, t] = await Promise.all([this.store.readHash(det, member), now ?? this.store.serverTime()]);
-    const e = raw instanceof Buffer ? readEntry(key, raw) : undefined;
-    return e !== undefined && e.until > t ? e : undefined;
+  override(key: string, now: number | undefined): Promise<OverrideEntry | undefined> {
+    return this.store.index.entryOf(this.id, this.space + encodeKey(key), key, now);
   }
 
   /**
@@ -265,35 +225,19 @@ export class RedisBound implements BoundStore {
    * store's listing of the index (listing.ts: one bucket read per master, shared by every limiter of the store and
    * reused for `maxAge` ms).
    */
-  async overrides(now: number | undefined, maxAge = 0): Promise<OverrideEntry[]> {
-    const all = await this.store.listing(now, maxAge);
-    const out: OverrideEntry[] = [];
-    const space = this.space;
-    for (const { policy, entry } of all) {
-      // the index is the policy's: this namespace's clients, listed by their own key
-      if (policy === this.id && entry.key.startsWith(space)) out.push({ ...entry, key: decodeKey(entry.key.slice(space.length)) });
-    }
-    return out;
+  overrides(now: number | undefined, maxAge = 0): Promise<OverrideEntry[]> {
+    return this.store.index.entriesOf(this.id, this.space, now, maxAge);
   }
 
   /** shareSummary — writes this process's summary (lua/share.lua), kept `ttl` ms. */
-  async shareSummary(instance: string, text: string, ttl: number): Promise<void> {
-    const { hash, seen } = this.summaryKeys();
-    await this.store.run(shareScript, [hash, seen], [instance, text, String(Math.ceil(ttl))]);
+  shareSummary(instance: string, text: string, ttl: number): Promise<void> {
+    return shareSummary(this.store, summaryKeys(this.store.prefix, this.id, this.space), instance, text, ttl);
   }
 
   /** sharedSummaries — every process's latest summary. */
-  async sharedSummaries(): Promise<string[]> {
-    const reply = await this.store.callBuffer('HVALS', this.summaryKeys().hash);
-    return Array.isArray(reply) ? reply.map((b) => String(b)) : [];
+  sharedSummaries(): Promise<string[]> {
+    return sharedSummaries(this.store, summaryKeys(this.store.prefix, this.id, this.space));
   }
-
-  /** summaryKeys — where the processes' summaries of this policy live (one hash slot). */
-  private summaryKeys(): { hash: string; seen: string } {
-    const base = `${this.store.prefix}{top:${this.id}${this.space === '' ? '' : `:${this.space}`}}`;
-    return { hash: `${base}:s`, seen: `${base}:w` };
-  }
-
 }
 
 /**

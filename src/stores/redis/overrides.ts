@@ -8,8 +8,9 @@
 import type { Override } from '../../core/types.js';
 import type { OverrideEntry, OverrideRequest } from '../types.js';
 import { Script, lua, opScript } from './scripts.js';
-import { Placement, STANDALONE_TAG, bucketOf, registryOf, splitMember, type Bucket } from './listing.js';
-import { slotTag } from './keys.js';
+import { Placement, STANDALONE_TAG, bucketOf, memberOf, registryOf, splitMember, type Bucket } from './listing.js';
+import { decodeKey, slotTag } from './keys.js';
+import { tagSlot } from './slot.js';
 import { StoreUnavailableError, type Calls } from './call.js';
 import type { RedisClient } from './client.js';
 
@@ -43,7 +44,6 @@ const bucketScript = new Script(lua('bucket'));
 const registerScript = new Script(lua('register'));
 const unfileScript = new Script(lua('unfile'));
 const refileScript = opScript('refile');
-export const shareScript = new Script(lua('share'));
 
 /** readEntry — one index entry (lua/index.lua: kind, until, since, reason), or undefined when unreadable. */
 export function readEntry(member: string, v: Buffer): OverrideEntry | undefined {
@@ -81,6 +81,71 @@ export class OverrideIndex {
   /** isCluster — whether the client is a Redis Cluster (the index then has one bucket per master). */
   get isCluster(): boolean {
     return (this.client as { isCluster?: boolean }).isCluster === true;
+  }
+
+  /**
+   * refOf — the bucket the override of a client (its encoded key, namespace included) under policy `id` is filed in
+   * (listing.ts, lua/index.lua) and its member there: the one bucket on a standalone server; on a Cluster the primary
+   * bucket of the master serving the key's slot (`own`, or that master unknown: the bucket of the key's own slot, on
+   * the same master).
+   */
+  refOf(id: string, encoded: string, own = false): IndexRef {
+    let tag = STANDALONE_TAG;
+    if (this.isCluster) {
+      const slot = tagSlot(encoded);
+      tag = (own ? undefined : this.placement()?.tagOf(slot)) ?? slotTag(slot);
+    }
+    return { ...bucketOf(this.prefix, tag), member: memberOf(id, encoded) };
+  }
+
+  /**
+   * file — sets the override of the Redis key `redisKey` (policy `id`, client `encoded`) and files it in its bucket;
+   * when that bucket is on another master than the client's value (the slot table changed under us), in the bucket
+   * of the client's own slot, always on its master, from which a listing moves it to its master's.
+   */
+  async file(redisKey: string, id: string, encoded: string, request: OverrideRequest, now: number | undefined): Promise<void> {
+    let index = this.refOf(id, encoded);
+    try {
+      await this.setOverride(redisKey, request, now, index);
+    } catch (e) {
+      if (!nonLocal(e)) throw e;
+      index = this.refOf(id, encoded, true);
+      await this.setOverride(redisKey, request, now, index);
+    }
+    // registered after it is written (listing.ts: a listing that empties the registry of it reads it again), once per
+    // tag and process; not awaited (a failure only delays the listing of a bucket that is no master's primary one)
+    if (this.isCluster) this.register(index.tag).catch(() => undefined);
+  }
+
+  /** unfile — lifts the override of `kind` of `redisKey` and removes it from its bucket (the same fallback as file). */
+  async unfile(redisKey: string, id: string, encoded: string, kind: Override['kind']): Promise<void> {
+    try {
+      await this.clearOverride(redisKey, kind, this.refOf(id, encoded));
+    } catch (e) {
+      if (!nonLocal(e)) throw e;
+      await this.clearOverride(redisKey, kind, this.refOf(id, encoded, true));
+    }
+  }
+
+  /** entryOf — the block or exemption in force at `now` (undefined: the server's clock) of client `key` (encoded: `encoded`) under policy `id`. */
+  async entryOf(id: string, encoded: string, key: string, now: number | undefined): Promise<OverrideEntry | undefined> {
+    const { det, member } = this.refOf(id, encoded);
+    const [raw, t] = await Promise.all([this.readHash(det, member), now ?? this.serverTime()]);
+    const e = raw instanceof Buffer ? readEntry(key, raw) : undefined;
+    return e !== undefined && e.until > t ? e : undefined;
+  }
+
+  /**
+   * entriesOf — every block and exemption of policy `id` in namespace `space` (encoded) in force at `now`, from the
+   * listing (shared by every limiter of the store and reused for `maxAge` ms), keyed by the client's own key.
+   */
+  async entriesOf(id: string, space: string, now: number | undefined, maxAge = 0): Promise<OverrideEntry[]> {
+    const all = await this.listing(now, maxAge);
+    const out: OverrideEntry[] = [];
+    for (const { policy, entry } of all) {
+      if (policy === id && entry.key.startsWith(space)) out.push({ ...entry, key: decodeKey(entry.key.slice(space.length)) });
+    }
+    return out;
   }
 
   /** setOverride — sets the override of the client value `key`, and files it in `index` (see lua/index.lua). */
