@@ -1,10 +1,11 @@
 --[[
 exponential.lua — the twin of src/core/algorithms/exponential.ts, Tony Finch's exponential limiter, as code templates
-that the composer (src/stores/redis/scripts.ts) pastes into the one straight-line script of a policy, once per
+that the composer (src/stores/redis/compose/) pastes into the one straight-line script of a policy, once per
 exponential rule. No KEYS or ARGV of its own: the policy script (policy.lua) reads them. Each `--@@ name` line starts
 a template; a line `@expm1(OUT = y, X = x)` pastes the expm1 template with $OUT = y, $X = x.
 
-Placeholders, replaced per rule at attach time (constants as exact numeric literals):
+Placeholders, replaced per rule at attach time (constants as exact numeric literals: the doubles the algorithm's
+*Constants function in src/core/algorithms/ computes, which its class uses too):
   $S1, $S2   — the stored state: r — the average rate, cost units per period; t — time of the last update, ms
   $N1, $N2   — the state as charged by this request
   $OK, $RATE — decide: whether this rule admits the request; the average including it, per second

@@ -1,5 +1,5 @@
 --[[
-leakyBucket.lua — the twin of LeakyBucket in src/core/algorithms/tokenBucket.ts: the token bucket's templates
+leakyBucket.lua — the twin of LeakyBucket in src/core/algorithms/leakyBucket.ts: the token bucket's templates
 (tokenBucket.lua, same placeholders and state: level — cost units in the bucket; t — ms since the epoch) plus the
 delay, ms to hold an admitted request for smooth output: the queue ahead of it drained at limit/per, from the stored
 time on when the clock stepped back behind it. No KEYS or ARGV of its own.

@@ -1,7 +1,7 @@
 --[[
 slidingLog.lua — the twin of src/core/algorithms/slidingLog.ts: the shared Log (requests oldest first, as times and
 running cost totals, so that the cost in any window is a difference of two totals found by search) and the
-SlidingLog rule over it, as code templates that the composer (src/stores/redis/scripts.ts) pastes into the one
+SlidingLog rule over it, as code templates that the composer (src/stores/redis/compose/) pastes into the one
 straight-line script of a policy. No KEYS or ARGV of its own: the log is the tail of the client's value, which the
 policy script (policy.lua) reads and writes. Each `--@@ name` line starts a template; `@name(OUT = a, …)` pastes
 template `name` with $OUT = a … (src/stores/redis/compose/template.ts).
@@ -26,7 +26,8 @@ Policy locals: le — the position of the buffer in v (1-based, so entry q start
 stored value); loff, ln, lcap, lbase, lnewest, ltotal — the header, decoded; lcharged — this check filed a request;
 lwhole — the value is to be stored whole (SET) with lbuf as its buffer; lpos, ldata — else the bytes to write at
 lpos (0-based) besides the head; cq, ck — the chunk last read (cq = −inf: none). The entries are indexed from 0 like the TypeScript.
-Placeholders, replaced at attach time (constants as exact numeric literals):
+Placeholders, replaced at attach time (constants as exact numeric literals: countConstants in
+src/core/algorithms/common.ts, the doubles the core's class uses too):
   $OK, $USED — decide: whether this rule admits the request; the cost in its window before it (report reuses it
                when nothing was filed)
   $REM, $WAIT, $RESET — report: remaining (cost-1 requests), retryAfter (ms, INF when never), resetAfter (ms)

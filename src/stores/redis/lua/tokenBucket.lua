@@ -1,10 +1,11 @@
 --[[
 tokenBucket.lua — the twin of TokenBucket in src/core/algorithms/tokenBucket.ts, as code templates that the composer
-(src/stores/redis/scripts.ts) pastes into the one straight-line script of a policy, once per tokenBucket rule
+(src/stores/redis/compose/) pastes into the one straight-line script of a policy, once per tokenBucket rule
 (leakyBucket.lua reuses them). No KEYS or ARGV of its own: the policy script (policy.lua) reads them. Each
 `--@@ name` line starts a template.
 
-Placeholders, replaced per rule at attach time (constants as exact numeric literals):
+Placeholders, replaced per rule at attach time (constants as exact numeric literals: the doubles the algorithm's
+*Constants function in src/core/algorithms/ computes, which its class uses too):
   $S1, $S2   — the stored state: debt — tokens missing from a full bucket (the leaky bucket's level), cost units;
                t — time of the last update, ms since the epoch
   $N1, $N2   — the state as charged by this request
