@@ -6,8 +6,9 @@ import { fileURLToPath } from 'node:url';
  * documentation, never pasted) and sections, each started by a line `--@@ name`. In a section:
  *   - `$NAME` is a placeholder: the value of NAME (a literal, a variable's name, an expression or lines of code);
  *   - a line `@name(ARG = text, …)` (or `@file.name(…)`, or `@name` without arguments) pastes another section,
- *     rendered with the same values plus its arguments, indented as the line. An argument's text is filled first and
- *     pasted in parentheses unless it is a name or a number, so that `x > $AFTER` stays one operand.
+ *     rendered with the same values plus its arguments, indented as the line. An argument's text, as written (with
+ *     the calling section's own arguments in it), is pasted in parentheses unless it is a name, a placeholder or a
+ *     number, so that `TEST = x > $AFTER` stays one operand where the section uses $TEST.
  * A value alone on its line may be a list of lines: each is indented as the line, and an empty list drops the line.
  */
 
