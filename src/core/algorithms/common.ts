@@ -37,6 +37,20 @@ export function countSlack(units: number): number {
 }
 
 /**
+ * CountConstants — the derived numbers of a rule that counts cost against its limit (fixedWindow, slidingWindow,
+ * slidingLog), computed once by countConstants: the classes keep them, and the Redis composer writes them into the
+ * Lua twins (src/stores/redis/lua/fixedWindow.lua …) as literals, so both compare with the same doubles.
+ * slack — countSlack(limit), cost units; limSlack — limit + slack, cost units.
+ */
+export type CountConstants = { slack: number; limSlack: number };
+
+/** countConstants — the derived numbers of a counting rule (CountConstants). */
+export function countConstants(config: RuleConfig): CountConstants {
+  const slack = countSlack(config.limit);
+  return { slack, limSlack: config.limit + slack };
+}
+
+/**
  * MOST_SLACK — what a whole burst or limit is rounded up by before `floor` when it caps `remaining` (cost units):
  * a burst written as τ/T comes back within a few ulps of itself. The time slack of the comparisons (TIME_SLACK) is
  * a whole request or more for rules faster than one per 10 µs, and must not show in `remaining` (`r` > `q`).

@@ -1,7 +1,8 @@
 import type { Rule } from './common.js';
 import { FixedWindow } from './fixedWindow.js';
 import { SlidingWindow } from './slidingWindow.js';
-import { TokenBucket, LeakyBucket } from './tokenBucket.js';
+import { TokenBucket } from './tokenBucket.js';
+import { LeakyBucket } from './leakyBucket.js';
 import { Gcra } from './gcra.js';
 import { Earrrl } from './earrrl.js';
 import { Exponential } from './exponential.js';

@@ -1,6 +1,29 @@
 import { Rule, measured, lag, REL_SLACK, TIME_SLACK, MOST_SLACK, NEGLIGIBLE, floorRemaining, type RuleConfig } from './common.js';
 
 /**
+ * EarrrlConstants — an earrrl rule's derived numbers, computed once by earrrlConstants: the class below keeps them,
+ * and the Redis composer writes them into the rule's Lua twin (src/stores/redis/lua/earrrl.lua) as literals, so both
+ * compare with the same doubles. lambda — λ = ln 2 / halfLife, per ms; negLambda — −λ; threshold — limit/per, cost
+ * units per ms; slack — threshold·(REL_SLACK + λ·TIME_SLACK), cost units per ms; thrSlack — threshold + slack;
+ * thrL — threshold/λ, cost units; slackL — slack/λ, cost units; floor — threshold·NEGLIGIBLE, cost units per ms (an
+ * estimate below it is as good as fresh).
+ */
+export type EarrrlConstants = {
+  lambda: number; negLambda: number; threshold: number; slack: number; thrSlack: number; thrL: number; slackL: number; floor: number;
+};
+
+/** earrrlConstants — the derived numbers of an earrrl rule (EarrrlConstants). */
+export function earrrlConstants(config: RuleConfig): EarrrlConstants {
+  const lambda = Math.LN2 / config.halfLife;
+  const threshold = config.limit / config.per;
+  const slack = threshold * (REL_SLACK + lambda * TIME_SLACK);
+  return {
+    lambda, negLambda: -lambda, threshold, slack, thrSlack: threshold + slack,
+    thrL: threshold / lambda, slackL: slack / lambda, floor: threshold * NEGLIGIBLE,
+  };
+}
+
+/**
  * Earrrl — the Estimated Average Recent Request Rate Limiter, over CEWMA: a continuous exponentially weighted
  * moving average of the request rate with weight λ·e^(−λ·age), λ = ln 2 / halfLife.
  *
@@ -26,9 +49,10 @@ export class Earrrl extends Rule {
 
   constructor(config: RuleConfig) {
     super(config);
-    this.lambda = Math.LN2 / config.halfLife;
-    this.threshold = config.limit / config.per;
-    this.slack = this.threshold * (REL_SLACK + this.lambda * TIME_SLACK);
+    const k = earrrlConstants(config);
+    this.lambda = k.lambda;
+    this.threshold = k.threshold;
+    this.slack = k.slack;
   }
 
   /** decayed — the equivalent impulse moved to `now`: N·e^(−λ(now − T)). */

@@ -1,5 +1,19 @@
 import { Rule, measured, lag, countSlack, TIME_SLACK, MOST_SLACK, NEGLIGIBLE, floorRemaining, type RuleConfig } from './common.js';
 
+/**
+ * ExponentialConstants — an exponential rule's derived numbers, computed once by exponentialConstants: the class
+ * below keeps them, and the Redis composer writes them into the rule's Lua twin (src/stores/redis/lua/exponential.lua)
+ * as literals, so both compare with the same doubles. slack — countSlack(limit) + limit·TIME_SLACK/per, cost units;
+ * limSlack — limit + slack; floor — limit·NEGLIGIBLE, cost units per period (an average below it is as good as fresh).
+ */
+export type ExponentialConstants = { slack: number; limSlack: number; floor: number };
+
+/** exponentialConstants — the derived numbers of an exponential rule (ExponentialConstants). */
+export function exponentialConstants(config: RuleConfig): ExponentialConstants {
+  const slack = countSlack(config.limit) + (config.limit * TIME_SLACK) / config.per;
+  return { slack, limSlack: config.limit + slack, floor: config.limit * NEGLIGIBLE };
+}
+
 /** MIN_INTERVAL — Finch's clamp of the interval, in periods, so that two requests in the same instant divide by no zero. */
 const MIN_INTERVAL = 1e-10;
 
@@ -19,7 +33,7 @@ export class Exponential extends Rule {
 
   constructor(config: RuleConfig) {
     super(config);
-    this.slack = countSlack(config.limit) + (config.limit * TIME_SLACK) / config.per;
+    this.slack = exponentialConstants(config).slack;
   }
 
   /** average — r for a request of `cost` after a gap of `i` periods from a stored average `prev`. */

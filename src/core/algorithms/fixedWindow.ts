@@ -1,4 +1,4 @@
-import { Rule, measured, countSlack, floorRemaining, type RuleConfig } from './common.js';
+import { Rule, measured, countConstants, floorRemaining, type RuleConfig } from './common.js';
 
 /**
  * FixedWindow — a counter per window of `per` ms, windows aligned to the epoch (a window starts at
@@ -13,7 +13,7 @@ export class FixedWindow extends Rule {
 
   constructor(config: RuleConfig) {
     super(config);
-    this.slack = countSlack(config.limit);
+    this.slack = countConstants(config).slack;
   }
 
   /** count — the window's count at `now`; `start` is returned through this.start. */

@@ -1,6 +1,22 @@
 import { Rule, measured, REL_SLACK, TIME_SLACK, MOST_SLACK, floorRemaining, type RuleConfig } from './common.js';
 
 /**
+ * GcraConstants — a gcra rule's derived numbers, computed once by gcraConstants: the class below keeps them, and the
+ * Redis composer writes them into the rule's Lua twin (src/stores/redis/lua/gcra.lua) as literals, so both compare
+ * with the same doubles. interval — T = per/limit, ms per cost unit; tolerance — τ = burst·T, ms; slack — tolerance
+ * of comparisons, τ·REL_SLACK + TIME_SLACK, ms; tolSlack — τ + slack, ms; slackI — slack/T, cost units.
+ */
+export type GcraConstants = { interval: number; tolerance: number; slack: number; tolSlack: number; slackI: number };
+
+/** gcraConstants — the derived numbers of a gcra rule (GcraConstants). */
+export function gcraConstants(config: RuleConfig): GcraConstants {
+  const interval = config.per / config.limit;
+  const tolerance = config.burst * interval;
+  const slack = tolerance * REL_SLACK + TIME_SLACK;
+  return { interval, tolerance, slack, tolSlack: tolerance + slack, slackI: slack / interval };
+}
+
+/**
  * Gcra — the generic cell rate algorithm: a single time, the theoretical arrival time (TAT) at which the client
  * would be back to an empty schedule. Each request pushes TAT by cost·T, where T = per/limit is the emission
  * interval; it is admitted while the new TAT is no further than τ = burst·T ahead of now (τ is the delay
@@ -21,9 +37,10 @@ export class Gcra extends Rule {
 
   constructor(config: RuleConfig) {
     super(config);
-    this.interval = config.per / config.limit;
-    this.tolerance = config.burst * this.interval;
-    this.slack = this.tolerance * REL_SLACK + TIME_SLACK;
+    const k = gcraConstants(config);
+    this.interval = k.interval;
+    this.tolerance = k.tolerance;
+    this.slack = k.slack;
     this.most = Math.floor(this.tolerance / this.interval + MOST_SLACK);
   }
 

@@ -1,4 +1,4 @@
-import { countSlack, floorRemaining, type RuleConfig } from './common.js';
+import { countConstants, countSlack, floorRemaining, type RuleConfig } from './common.js';
 
 /**
  * Log — the admitted (or, under strict accounting, attempted) requests of one client, oldest first: a ring of
@@ -187,7 +187,7 @@ export class SlidingLog {
   private readonly slack: number;
 
   constructor(readonly config: RuleConfig) {
-    this.slack = countSlack(config.limit);
+    this.slack = countConstants(config).slack;
   }
 
   /** used — cost in the window ending at `now`. */

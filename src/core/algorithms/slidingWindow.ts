@@ -1,4 +1,4 @@
-import { Rule, measured, countSlack, TIME_SLACK, MOST_SLACK, floorRemaining, type RuleConfig } from './common.js';
+import { Rule, measured, countConstants, TIME_SLACK, MOST_SLACK, floorRemaining, type RuleConfig } from './common.js';
 
 /**
  * SlidingWindow — the sliding window counter (Cloudflare's approximation): the previous window's count, weighted
@@ -20,7 +20,7 @@ export class SlidingWindow extends Rule {
 
   constructor(config: RuleConfig) {
     super(config);
-    this.slack = countSlack(config.limit);
+    this.slack = countConstants(config).slack;
   }
 
   /** roll — moves the stored windows to `now` into prev/curr/start and returns the weighted estimate. */

@@ -1,6 +1,21 @@
 import { Rule, measured, lag, countSlack, TIME_SLACK, MOST_SLACK, floorRemaining, type RuleConfig } from './common.js';
 
 /**
+ * BucketConstants — a token (or leaky) bucket rule's derived numbers, computed once by bucketConstants: the classes
+ * keep them, and the Redis composer writes them into the Lua twins (src/stores/redis/lua/tokenBucket.lua,
+ * leakyBucket.lua) as literals, so both compare with the same doubles. perMs — refill (drain) rate limit/per, cost
+ * units per ms; slack — countSlack(burst) + perMs·TIME_SLACK, cost units; burstSlack — burst + slack, cost units.
+ */
+export type BucketConstants = { perMs: number; slack: number; burstSlack: number };
+
+/** bucketConstants — the derived numbers of a tokenBucket or leakyBucket rule (BucketConstants). */
+export function bucketConstants(config: RuleConfig): BucketConstants {
+  const perMs = config.limit / config.per;
+  const slack = countSlack(config.burst) + perMs * TIME_SLACK;
+  return { perMs, slack, burstSlack: config.burst + slack };
+}
+
+/**
  * TokenBucket — a bucket of `burst` tokens, refilled continuously at limit/per and starting full; a request takes
  * `cost` tokens and is admitted while there are enough. The state keeps the bucket's *debt* (burst − tokens) so
  * that an all-zero state is a full bucket. Under strict accounting a denied request takes its tokens too and the
@@ -17,8 +32,9 @@ export class TokenBucket extends Rule {
 
   constructor(config: RuleConfig) {
     super(config);
-    this.perMs = config.limit / config.per;
-    this.slack = countSlack(config.burst) + this.perMs * TIME_SLACK;
+    const k = bucketConstants(config);
+    this.perMs = k.perMs;
+    this.slack = k.slack;
     this.most = Math.floor(config.burst + MOST_SLACK);
   }
 
@@ -72,21 +88,5 @@ export class TokenBucket extends Rule {
     const t = s[o + 1];
     s[o] = d > 0 ? d : 0;
     s[o + 1] = now > t ? now : t;
-  }
-}
-
-/**
- * LeakyBucket — the leaky bucket as a meter: a level that drains at limit/per; a request is admitted while
- * level + cost <= burst and then adds its cost. It admits exactly what a token bucket of the same shape admits;
- * what it adds is `delay`: how long to hold the request so that requests leave at the smooth rate, as nginx's
- * limit_req without `nodelay` does (the queue ahead of it, level/rate; nginx's `burst=b` is `burst: b + 1` here).
- * State: [level — cost units in the bucket, t — time of the last update, ms].
- */
-export class LeakyBucket extends TokenBucket {
-  override next(s: Float64Array, o: number, now: number, cost: number, n: Float64Array, no: number): boolean {
-    const ok = super.next(s, o, now, cost, n, no);
-    const ahead = n[no] - cost;
-    measured.delay = ahead > 0 ? lag(s[o + 1], now) + ahead / this.perMs : 0;
-    return ok;
   }
 }

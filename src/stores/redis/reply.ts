@@ -1,6 +1,6 @@
 /**
  * reply — the layout of a policy script's reply (lua/policy.lua), in one place for the composer that writes it
- * (scripts.ts: which values a rule packs, the struct formats) and the decoder that reads it (ReplyReader, here).
+ * (compose/replyShape.ts and compose/rule.ts: which values a rule packs, the struct formats) and the decoder that reads it (ReplyReader, here).
  * A reply is little-endian doubles:
  *
  *   outcome                      1 double: 0 refused, 1 admitted, 2 blocked, 3 exempt (an override in force)

@@ -1,10 +1,11 @@
 --[[
 earrrl.lua — the twin of src/core/algorithms/earrrl.ts (CEWMA of the request rate: every request an impulse, the
 history folded into one equivalent impulse N at the time T of the last request), as code templates that the composer
-(src/stores/redis/scripts.ts) pastes into the one straight-line script of a policy, once per earrrl rule.
+(src/stores/redis/compose/) pastes into the one straight-line script of a policy, once per earrrl rule.
 No KEYS or ARGV of its own: the policy script (policy.lua) reads them. Each `--@@ name` line starts a template.
 
-Placeholders, replaced per rule at attach time (constants as exact numeric literals):
+Placeholders, replaced per rule at attach time (constants as exact numeric literals: the doubles the algorithm's
+*Constants function in src/core/algorithms/ computes, which its class uses too):
   $S1, $S2   — the stored state: n — the equivalent impulse, cost units; t — time of the last update, ms since the epoch
   $N1, $N2   — the state as charged by this request
   $OK, $RATE — decide: whether this rule admits the request; the estimate before it, per second

@@ -1,10 +1,11 @@
 --[[
 exponential.lua — the twin of src/core/algorithms/exponential.ts, Tony Finch's exponential limiter, as code templates
-that the composer (src/stores/redis/scripts.ts) pastes into the one straight-line script of a policy, once per
+that the composer (src/stores/redis/compose/) pastes into the one straight-line script of a policy, once per
 exponential rule. No KEYS or ARGV of its own: the policy script (policy.lua) reads them. Each `--@@ name` line starts
-a template; a line `@expm1(y, x)` pastes the expm1 template with $1 = y, $2 = x.
+a template; a line `@expm1(OUT = y, X = x)` pastes the expm1 template with $OUT = y, $X = x.
 
-Placeholders, replaced per rule at attach time (constants as exact numeric literals):
+Placeholders, replaced per rule at attach time (constants as exact numeric literals: the doubles the algorithm's
+*Constants function in src/core/algorithms/ computes, which its class uses too):
   $S1, $S2   — the stored state: r — the average rate, cost units per period; t — time of the last update, ms
   $N1, $N2   — the state as charged by this request
   $OK, $RATE — decide: whether this rule admits the request; the average including it, per second
@@ -17,18 +18,18 @@ MIN_INTERVAL (1e-10 periods) is Finch's clamp of the gap, so that two requests i
 ]]
 
 --@@ expm1
--- $1 = e^$2 − 1 (Lua 5.1 has no math.expm1) without the cancellation of exp(x) − 1 near 0: the Taylor series where
+-- $OUT = e^$X − 1 (Lua 5.1 has no math.expm1) without the cancellation of exp(x) − 1 near 0: the Taylor series where
 -- |x| is tiny, Kahan's (u − 1)·x / ln u with u = e^x up to |x| = 1 (the rounding errors of u − 1 and ln u cancel).
 do
-  local x = $2
+  local x = $X
   local ax = abs(x)
   if ax < 1e-5 then
-    $1 = x + x * x / 2 + x * x * x / 6 + x * x * x * x / 24
+    $OUT = x + x * x / 2 + x * x * x / 6 + x * x * x * x / 24
   elseif ax < 1 then
     local u = exp(x)
-    if u == 1 then $1 = x elseif u - 1 == -1 then $1 = -1 else $1 = (u - 1) * x / log(u) end
+    if u == 1 then $OUT = x elseif u - 1 == -1 then $OUT = -1 else $OUT = (u - 1) * x / log(u) end
   else
-    $1 = exp(x) - 1
+    $OUT = exp(x) - 1
   end
 end
 
@@ -38,7 +39,7 @@ local i = (now - $S2) / $PER
 if i < 1e-10 then i = 1e-10 end
 local alpha = exp(-i)
 local em
-@expm1(em, -i)
+@expm1(OUT = em, X = -i)
 local v = (-em / i) * cost + alpha * $S1
 if not (v > cost) then v = cost end
 $N1 = v
@@ -57,7 +58,7 @@ do
   local i1 = gap
   if i1 < 1e-10 then i1 = 1e-10 end
   local em1
-  @expm1(em1, -i1)
+  @expm1(OUT = em1, X = -i1)
   local r1 = -em1 / i1 + exp(-i1) * rv
   if not (r1 > 1) then r1 = 1 end
   if r1 <= $LIM_SLACK then
@@ -84,7 +85,7 @@ if not allowed then
   local ic = i
   if ic < 1e-10 then ic = 1e-10 end
   local em
-  @expm1(em, -ic)
+  @expm1(OUT = em, X = -ic)
   local v = (-em / ic) * cost + exp(-ic) * rv
   if not (v > cost) then v = cost end
   if v <= $LIM_SLACK then
@@ -97,7 +98,7 @@ if not allowed then
     if i < 1e-10 then i = 1e-10 end
     for _ = 1, 100 do
       local e = exp(-i)
-      @expm1(em, -i)
+      @expm1(OUT = em, X = -i)
       local f = (-em / i) * cost + e * rv - $LIMIT
       local slope
       if i < 1e-3 then slope = -0.5 + i * (1 / 3 - i * (1 / 8 - i / 30)) else slope = (e * (1 + i) - 1) / (i * i) end

@@ -1,9 +1,10 @@
 --[[
 fixedWindow.lua — the twin of src/core/algorithms/fixedWindow.ts, as code templates that the composer
-(src/stores/redis/scripts.ts) pastes into the one straight-line script of a policy, once per fixedWindow rule.
+(src/stores/redis/compose/) pastes into the one straight-line script of a policy, once per fixedWindow rule.
 No KEYS or ARGV of its own: the policy script (policy.lua) reads them. Each `--@@ name` line starts a template.
 
-Placeholders, replaced per rule at attach time (constants as exact numeric literals):
+Placeholders, replaced per rule at attach time (constants as exact numeric literals: the doubles countConstants in
+src/core/algorithms/common.ts computes, which the core's class uses too):
   $S1, $S2   — the stored state: count — cost admitted in the window, cost units; start — the window's start, ms
                since the epoch (windows aligned to the epoch)
   $N1, $N2   — the state as charged by this request

@@ -1,10 +1,10 @@
 --[[
 gcra.lua — the twin of src/core/algorithms/gcra.ts, the generic cell rate algorithm, as code templates that the
-composer (src/stores/redis/scripts.ts) pastes into the one straight-line script of a policy, once per gcra rule.
+composer (src/stores/redis/compose/) pastes into the one straight-line script of a policy, once per gcra rule.
 No KEYS or ARGV of its own: the policy script (policy.lua) reads them. Each `--@@ name` line starts a template.
 
-Placeholders, replaced per rule at attach time (constants become exact numeric literals, computed in JS with the
-same expressions as the core's constructor):
+Placeholders, replaced per rule at attach time (constants become exact numeric literals: the doubles gcraConstants in
+src/core/algorithms/gcra.ts computes, which the core's class uses too):
   $S1        — the stored state: tat, the theoretical arrival time, ms since the epoch (0 for a fresh client)
   $N1        — the state as charged by this request (decide writes it; the policy stores it or not)
   $OK        — decide: whether this rule admits the request (boolean)

@@ -6,22 +6,29 @@ charges nothing and reports the rules' state.
 
 This file is the template of three scripts, in sections (`--@@ name`): `check` (one check, the body at top level),
 `refund` (gives back a charge, then reports as a check of cost 0 would: limiter.refund) and `compound` (several
-clients of several policies decided all-or-nothing: checkAll). At attach time the composer (src/stores/redis/scripts.ts)
-writes one straight-line script per policy from it — no tables, closures or loops over rules at run time. It pastes each rule's
-templates from its algorithm's file (gcra.lua …) where the `@decide`, `@charge`, `@report` lines are, each in its own
-do … end block, with the rule's state variables, outputs and parameters (as exact numeric literals) filled in. Its
-own placeholders: $LOCALS — the declarations of every rule's variables; $STATE — the rules' state variables s1, s2 …
-in Policy's layout; $STATE_BYTES, $STATE_FMT — their size and struct format; $ZEROS — a fresh client's state;
-$ALL_OK — every rule admits; $RULE_REPLY, $REPLY_FMT, $LIVE_FMT — the reply below; $STATE_VALUE — the value as stored ('n' and the state);
-$PRELUDE — locals for the library functions the script uses (floor = math.floor, pack = struct.pack …, INF);
-$STATE_BODY — the state as stored after an override's header; $ADMITTED — whether the request is charged as admitted
-(its rules admit it, and, in a compound script, no other part refused it); $RET, $RET_LIVE — what a compound part
-returns beside its reply (whether its decision is `allowed`); `@adopt` — a shared policy's conversion of a state
-written under other limits (gcra.lua's `adopt`; nothing for the others, whose numbers mean the same under any limit);
-`@verdict`, `@refund`, `@store_live` — the lines only
-the compound script (a part's verdict, mode 1) or the refund script (the rules' refunds; the state written back under
-a live override) has.
-Lines starting with `@log` are kept only when the policy has slidingLog rules.
+clients of several policies decided all-or-nothing: checkAll). At attach time the composer (src/stores/redis/compose/)
+writes one straight-line script per policy from it — no tables, closures or loops over rules at run time — with one
+way to fill a template (compose/template.ts): `$NAME` is a value, a line `@name(ARG = text)` pastes a section. Each
+rule's templates from its algorithm's file (gcra.lua …), each in its own do … end block with the rule's state
+variables, outputs and parameters (as exact numeric literals) filled in, are the lines $DECIDE, $ADOPT, $CHARGE,
+$REPORT. The body's other values: $FETCH — reads the value (`fetch`, `fetch_compact`, or slidingLog.lua's `fetch`);
+$LOCALS — the declarations of every rule's variables; $LOAD — the rules' state variables s1, s2 … ($STATE, in
+Policy's layout; $STATE_BYTES, $STATE_FMT — their size and struct format; $ZEROS — a fresh client's state) read
+from v (`load`; nothing without state); $ALL_OK — every rule admits; $ADMITTED — whether the request is charged
+as admitted (its rules admit it, and, in a compound script, no other part refused it); $LIVE_REPLY, $ADMIT_REPLY,
+$REFUSE_REPLY — the reply below, as packed (compose/reply.ts); $RET, $RET_LIVE — what a compound part returns beside
+its reply (whether its decision is `allowed`); $STORE — writes the state (`store`, `store_compact`, or
+slidingLog.lua's `store`) as $STATE_VALUE ('n' and the state); $STATE_BODY — the state as stored after an
+override's header; $ADOPT — a shared policy's conversion of a state written under other limits (gcra.lua's
+`adopt`; nothing for the others, whose numbers mean the same under any limit); $VERDICT, $REFUND, $STORE_LIVE — the
+lines only the compound script (a part's verdict, mode 1: `verdict`, `verdict_dry`) or the refund script (the
+rules' refunds: `give_back`; the state written back under a live override: `store_live`) has; $LOG_REREAD,
+$LOG_WHOLE, $LOG_UNWRAP, $LOG_HEAD — the lines only a policy with slidingLog rules has (slidingLog.lua's `reread`,
+`whole`, `unwrap`, `head`). The composer writes the prelude before: locals for the library functions the script
+uses (floor = math.floor, pack = struct.pack …, INF).
+`store_compact` writes the compact form when the number is on the server's clock and a multiple of 2^-12 ms (always,
+past 2^40 ms), on Redis 7.0 or later (PEXPIRETIME reads it back; REDIS_VERSION_NUM is nil before 7.0); `fetch_compact`
+reads it back: the number is the key's expiry less j/4096 ms.
 
 KEYS[1] — the client's value (record.lua): an optional block or exemption header, then the state: little-endian
           doubles, the rules' state ($STATE, each algorithm's numbers as its file says: ms and cost units), then,
@@ -64,7 +71,7 @@ end
 if now == nil or now == '' then now = wall else now = tonumber(now) end
 if deadline and wall >= tonumber(deadline) then return redis.error_reply('LATE the caller gave up on this check before it ran') end
 if cost == nil then cost = 1 else cost = tonumber(cost) end
-@body
+$BODY
 
 --@@ clock
 -- (refund, compound) now: ARGV's time, or the server's TIME when it is ''; wall — the server's time when read (−1: not
@@ -83,13 +90,13 @@ end
 local key = KEYS[1]
 local now, cost, leakyOnly = ARGV[1], tonumber(ARGV[2]), ARGV[3] == '1'
 @clock
-@body
+$BODY
 
 --@@ compound
 local now = ARGV[1]
 @clock
 local F = {}
-@functions
+$FUNCTIONS
 -- the verdicts on the stored state until one refuses; the last part decided for real (its verdict is its second
 -- value); then the others, charged as admitted only if every part admitted
 local n = #KEYS
@@ -135,7 +142,7 @@ local d = unpack('<d', v, 11)
 if se > d then d = se end
 
 --@@ body
-@fetch
+$FETCH
 -- at — where the state starts in v: after 'n', or after an override's header ('o', kind, 4 doubles, the reason).
 -- live — a block or exemption in force: every rule decides the request without being charged (nothing is stored),
 -- so that a block's wait includes the rules'; one that is over is forgotten (as the memory store does), keeping the
@@ -144,11 +151,7 @@ local at, live, okind, ountil, oreason = 2, false
 if v and byte(v, 1) == 111 then
   local untilMs, oe, se, rlen = unpack('<dddd', v, 3)
   at = 35
-@log   if not whole and rlen > 0 then
-@log     -- the head read so far may stop in the reason: read it again, as long again as the reason
-@log     v = redis.call('GETRANGE', key, 0, 33 + rlen + $HEAD - 1)
-@log     whole = #v < 33 + rlen + $HEAD
-@log   end
+  $LOG_REREAD
   if rlen >= 0 then
     oreason = sub(v, 35, 34 + rlen)
     at = 35 + rlen
@@ -157,44 +160,86 @@ if v and byte(v, 1) == 111 then
     live, ountil = true, untilMs
     if byte(v, 2) == 98 then okind = 2 else okind = 3 end
   elseif #v >= at then
-@log     if not whole then v, whole = redis.call('GET', key), true end
+    $LOG_WHOLE
     redis.call('SET', key, 'n' .. sub(v, at), 'KEEPTTL')
-@log     v, at = 'n' .. sub(v, at), 2
+    $LOG_UNWRAP
   else
     redis.call('DEL', key)
   end
 end
 
 $LOCALS
-if v and #v >= at + $STATE_BYTES - 1 then $STATE = unpack('$STATE_FMT', v, at) else $STATE = $ZEROS end
-@log local le, loff, ln, lcap, lbase, ltotal, lnewest, lcharged, lwhole, lbuf, lpos, ldata, cq, ck, ldrop
-@log @read(at + $STATE_BYTES)
+$LOAD
+$LOG_HEAD
 local changed = false
-@adopt
-@refund
+$ADOPT
+$REFUND
 
 -- Every rule decides on the state before the request; n… hold the state as charged.
-@decide
+$DECIDE
 local allowed = $ALL_OK
-@verdict
+$VERDICT
 local admitted = $ADMITTED
 
 -- Charge: every rule when admitted, the strict ones when refused; nothing at cost 0, nor under a live override.
-@charge
+$CHARGE
 
 -- Every rule reports from the state as stored.
-@report
-@store_live
-if live then return pack('$LIVE_FMT', okind, $RULE_REPLY, now, ountil, wall) .. (oreason and ('r' .. oreason) or '')$RET_LIVE end
+$REPORT
+$STORE_LIVE
+if live then return $LIVE_REPLY .. (oreason and ('r' .. oreason) or '')$RET_LIVE end
 
 -- Store, to expire when the state decides as a fresh client's would (fresh: the longest resetAfter): never earlier.
 if changed then
   if fresh > 0 then
     -- (past 1e13 ms, ~317 years, or inf: no expiry rather than a PX Redis refuses; never forgive early)
-    @store
+    $STORE
   else
     redis.call('DEL', key)
   end
 end
-if allowed then return pack('$REPLY_FMT', 1, $RULE_REPLY, wall)$RET end
-return pack('$REPLY_FMT', 0, $RULE_REPLY, wall)$RET
+if allowed then return $ADMIT_REPLY$RET end
+return $REFUSE_REPLY$RET
+
+--@@ fetch
+local v = redis.call('GET', key)
+
+--@@ fetch_compact
+local v = redis.call('GET', key)
+if v and byte(v, 1) <= 57 then v = pack('<c1d', 'n', redis.call('PEXPIRETIME', key) - tonumber(v) / 4096) end
+
+--@@ load
+if v and #v >= at + $STATE_BYTES - 1 then $STATE = unpack('$STATE_FMT', v, at) else $STATE = $ZEROS end
+
+--@@ give_back
+if v and #v >= at then
+  $REFUNDS
+  changed = true
+end
+cost = 0
+
+--@@ verdict
+if mode == 1 then if live then return okind == 3 end return allowed end
+
+--@@ verdict_dry
+if mode == 1 then return true end
+
+--@@ store
+if fresh > 1e13 then
+  redis.call('SET', key, $STATE_VALUE)
+else
+  redis.call('SET', key, $STATE_VALUE, 'PX', ceil(fresh))
+end
+
+--@@ store_compact
+if fresh > 1e13 then
+  redis.call('SET', key, $STATE_VALUE)
+else
+  local e = ceil($STATE)
+  local j = (e - $STATE) * 4096
+  if sclock and j == floor(j) and redis.REDIS_VERSION_NUM then
+    redis.call('SET', key, j, 'PXAT', e)
+  else
+    redis.call('SET', key, $STATE_VALUE, 'PX', ceil(fresh))
+  end
+end

@@ -1,10 +1,10 @@
 --[[
 slidingLog.lua — the twin of src/core/algorithms/slidingLog.ts: the shared Log (requests oldest first, as times and
 running cost totals, so that the cost in any window is a difference of two totals found by search) and the
-SlidingLog rule over it, as code templates that the composer (src/stores/redis/scripts.ts) pastes into the one
+SlidingLog rule over it, as code templates that the composer (src/stores/redis/compose/) pastes into the one
 straight-line script of a policy. No KEYS or ARGV of its own: the log is the tail of the client's value, which the
-policy script (policy.lua) reads and writes. Each `--@@ name` line starts a template; `@name(a, b)` pastes template
-`name` with $1 = a, $2 = b.
+policy script (policy.lua) reads and writes. Each `--@@ name` line starts a template; `@name(OUT = a, …)` pastes
+template `name` with $OUT = a … (src/stores/redis/compose/template.ts).
 
 The log in the value, after the rules' state: a header of little-endian numbers — base (the running total before the
 oldest entry, cost units), newest (the newest entry's time, ms; −inf when empty), total (the running total through
@@ -26,7 +26,8 @@ Policy locals: le — the position of the buffer in v (1-based, so entry q start
 stored value); loff, ln, lcap, lbase, lnewest, ltotal — the header, decoded; lcharged — this check filed a request;
 lwhole — the value is to be stored whole (SET) with lbuf as its buffer; lpos, ldata — else the bytes to write at
 lpos (0-based) besides the head; cq, ck — the chunk last read (cq = −inf: none). The entries are indexed from 0 like the TypeScript.
-Placeholders, replaced at attach time (constants as exact numeric literals):
+Placeholders, replaced at attach time (constants as exact numeric literals: countConstants in
+src/core/algorithms/common.ts, the doubles the core's class uses too):
   $OK, $USED — decide: whether this rule admits the request; the cost in its window before it (report reuses it
                when nothing was filed)
   $REM, $WAIT, $RESET — report: remaining (cost-1 requests), retryAfter (ms, INF when never), resetAfter (ms)
@@ -34,32 +35,36 @@ Placeholders, replaced at attach time (constants as exact numeric literals):
   $LOG_PER, $LOG_LIMIT — the longest period (ms) and largest limit (cost units) of the policy's slidingLog rules:
                what the trimmed log must still hold
   $BACK      — 1 when this rule's window is shorter than $LOG_PER (its searches gallop from the newest entry), else 0
-  $HEAD      — the bytes of a value the script reads first;  $FIXED — the bytes of a value besides its buffer, plus
-               Redis's string header;  $STATE_HEAD — the value's head as packed: 'n', the state, the log's header
+  $HEAD      — the bytes of a value the script reads first ($HEAD_LAST = $HEAD − 1);  $FIXED — the bytes of a value
+               besides its buffer, plus Redis's string header;  $STATE_HEAD — the value's head as packed: 'n', the
+               state, the log's header;  $STATE_BODY_HEAD — the same without 'n' (after an override's header)
+  $STATE_BYTES — the bytes of the rules' state (head: the log's header follows it)
+The sections `fetch`, `reread`, `whole`, `unwrap` and `head` are the lines policy.lua's body has only with a log:
+reading the value's head, and keeping `whole` true to what v holds while an override's header is read and dropped.
 Policy locals used: key, v (the value's head, or all of it when whole), whole, at, live, changed, now (ms), cost (cost
 units), allowed, fresh, floor, ceil, abs, pack, unpack, sub, INF.
 ]]
 
 --@@ read
--- the log's header in v at byte $1; an empty log when absent
+-- the log's header in v at byte $START; an empty log when absent
 lcharged, lwhole, cq, ck, ldrop = false, false, -INF, '', 0
-le = $1 + 36
-if v and #v >= $1 + 35 then
-  lbase, lnewest, ltotal, loff, ln, lcap = unpack('<dddI4I4I4', v, $1)
+le = $START + 36
+if v and #v >= $START + 35 then
+  lbase, lnewest, ltotal, loff, ln, lcap = unpack('<dddI4I4I4', v, $START)
 else
   lbase, lnewest, ltotal, loff, ln, lcap = 0, -INF, 0, 0, 0, 0
 end
 
 --@@ entry
--- $1 = the field at byte $3 (0: the time, 8: the running total) of live entry $2: the newest from the header, any
+-- $OUT = the field at byte $FIELD (0: the time, 8: the running total) of live entry $INDEX: the newest from the header, any
 -- other from v, the chunk last read, or a new chunk of 64 entries (1 KB: about what one entry costs to fetch)
-if $2 == ln - 1 then
-  if $3 == 0 then $1 = lnewest else $1 = ltotal end
+if $INDEX == ln - 1 then
+  if $FIELD == 0 then $OUT = lnewest else $OUT = ltotal end
 else
-  local q = loff + $2
-  local p = le + 16 * q + $3
+  local q = loff + $INDEX
+  local p = le + 16 * q + $FIELD
   if p + 7 <= #v then
-    $1 = unpack('<d', v, p)
+    $OUT = unpack('<d', v, p)
   else
     if q < cq or q >= cq + 64 then
       -- a chunk around q: the searches probe both ways
@@ -67,22 +72,22 @@ else
       if cq < 0 then cq = 0 end
       ck = redis.call('GETRANGE', key, le - 1 + 16 * cq, le + 1022 + 16 * cq)
     end
-    $1 = unpack('<d', ck, 16 * (q - cq) + $3 + 1)
+    $OUT = unpack('<d', ck, 16 * (q - cq) + $FIELD + 1)
   end
 end
 
 --@@ gallop
--- $1 = the oldest live entry whose field at byte $2 (0: time, 8: running total), as x, makes $3 true ($3 is false
--- for older entries and true from there on); ln when none. Galloping from the oldest entry ($4 = 0) or the newest
--- ($4 = 1): O(log k) reads for an answer k entries from where it starts, then a binary search.
+-- $OUT = the oldest live entry whose field at byte $FIELD (0: time, 8: running total), as x, makes $TEST true ($TEST is false
+-- for older entries and true from there on); ln when none. Galloping from the oldest entry ($FROM = 0) or the newest
+-- ($FROM = 1): O(log k) reads for an answer k entries from where it starts, then a binary search.
 do
   local x
-  -- the answer is in (lo, hi]: $3 is false at lo (or lo = −1) and true at hi (or hi = ln)
+  -- the answer is in (lo, hi]: $TEST is false at lo (or lo = −1) and true at hi (or hi = ln)
   local lo, hi, step = -1, 0, 1
-  if $4 == 0 then
+  if $FROM == 0 then
     while hi < ln do
-      @entry(x, hi, $2)
-      if $3 then break end
+      @entry(OUT = x, INDEX = hi, FIELD = $FIELD)
+      if $TEST then break end
       lo = hi
       hi = hi + step
       step = step * 2
@@ -91,8 +96,8 @@ do
   else
     lo, hi = ln - 1, ln
     while lo >= 0 do
-      @entry(x, lo, $2)
-      if not ($3) then break end
+      @entry(OUT = x, INDEX = lo, FIELD = $FIELD)
+      if not ($TEST) then break end
       hi = lo
       lo = lo - step
       step = step * 2
@@ -101,22 +106,22 @@ do
   end
   while hi - lo > 1 do
     local mid = floor((lo + hi) / 2)
-    @entry(x, mid, $2)
-    if $3 then hi = mid else lo = mid end
+    @entry(OUT = x, INDEX = mid, FIELD = $FIELD)
+    if $TEST then hi = mid else lo = mid end
   end
-  $1 = hi
+  $OUT = hi
 end
 
 --@@ first_after
--- $1 = the index of the oldest entry with time > $2 (ln when none), galloping from the newest when $3 = 1.
-@gallop($1, 0, x > $2, $3)
+-- $OUT = the index of the oldest entry with time > $AFTER (ln when none), galloping from the newest when $FROM = 1.
+@gallop(OUT = $OUT, FIELD = 0, TEST = x > $AFTER, FROM = $FROM)
 
 --@@ cum
--- $1 = the running total through entry $2 (the base for entry −1)
-if $2 < 0 then
-  $1 = lbase
+-- $OUT = the running total through entry $INDEX (the base for entry −1)
+if $INDEX < 0 then
+  $OUT = lbase
 else
-  @entry($1, $2, 8)
+  @entry(OUT = $OUT, INDEX = $INDEX, FIELD = 8)
 end
 
 --@@ decide
@@ -124,8 +129,8 @@ end
 -- entry, $K (kept for report)
 do
   local before
-  @first_after($K, now - $PER, $BACK)
-  @cum(before, $K - 1)
+  @first_after(OUT = $K, AFTER = now - $PER, FROM = $BACK)
+  @cum(OUT = before, INDEX = $K - 1)
   $USED = ltotal - before
 end
 $OK = $USED + cost <= $LIM_SLACK
@@ -141,14 +146,14 @@ local rewrite = ln > 0 and now <= lnewest
 local last = ln
 if rewrite then last = ln - 1 end
 local drop, base
-@first_after(drop, now - $LOG_PER, 0)
+@first_after(OUT = drop, AFTER = now - $LOG_PER, FROM = 0)
 if total - lbase > $LOG_LIMIT then
   local keep
-  @gallop(keep, 8, not (total - x > $LOG_LIMIT), 0)
+  @gallop(OUT = keep, FIELD = 8, TEST = not (total - x > $LOG_LIMIT), FROM = 0)
   if keep > drop then drop = keep end
 end
 if drop > last then drop = last end
-@cum(base, drop - 1)
+@cum(OUT = base, INDEX = drop - 1)
 local n2 = ln - drop
 if not rewrite then n2 = n2 + 1 end
 if whole or (not rewrite and loff + ln >= lcap) or lcap * 2 > n2 * 3 + 48 then
@@ -193,7 +198,7 @@ local used = $USED
 if lcharged then
   local k, before = $K - ldrop
   if k < 0 then k = 0 end
-  @cum(before, k - 1)
+  @cum(OUT = before, INDEX = k - 1)
   used = ltotal - before
 end
 $REM = floor($LIMIT - used + $SLACK)
@@ -206,8 +211,8 @@ else
   -- the entries slide out oldest first until the total before the window reaches total + cost − limit; the last of
   -- them, entry k, leaves the window at time(k) + per
   local k, t
-  @gallop(k, 8, x >= ltotal + cost - $LIMIT - $SLACK, $BACK)
-  @entry(t, k, 0)
+  @gallop(OUT = k, FIELD = 8, TEST = x >= ltotal + cost - $LIMIT - $SLACK, FROM = $BACK)
+  @entry(OUT = t, INDEX = k, FIELD = 0)
   $WAIT = t + $PER - now
 end
 if used > 0 then $RESET = lnewest + $PER - now else $RESET = 0 end
@@ -220,19 +225,19 @@ if ln > 0 and cost > 0 then
   local eps = (abs(ltotal) + cost) * 1e-12
   local rk, before
   -- rk: the oldest entry whose running total is over the target (the newest ones: a search from the newest)
-  @gallop(rk, 8, x > target + eps, 1)
-  @cum(before, rk - 1)
+  @gallop(OUT = rk, FIELD = 8, TEST = x > target + eps, FROM = 1)
+  @cum(OUT = before, INDEX = rk - 1)
   if before >= target - eps then
     if rk == 0 then
       loff, ln, lbase, ltotal, lnewest = 0, 0, 0, 0, -INF
     else
       local tk
-      @entry(tk, rk - 1, 0)
+      @entry(OUT = tk, INDEX = rk - 1, FIELD = 0)
       ln, ltotal, lnewest = rk, before, tk
     end
   else
     local tk
-    @entry(tk, rk, 0)
+    @entry(OUT = tk, INDEX = rk, FIELD = 0)
     lpos, ldata = le - 1 + 16 * (loff + rk) + 8, pack('<d', target)
     ln, ltotal, lnewest = rk + 1, target, tk
   end
@@ -244,7 +249,7 @@ end
 -- renewed, the state and the log's header written after the override's header, the rewritten entry; the key expires
 -- at the later of the override's and the state's ends
 if live and changed then
-  @include policy.live_ends
+  @policy.live_ends
   if d > w then
     redis.call('SETRANGE', key, 18, pack('<d', se))
     redis.call('SETRANGE', key, at - 1, $STATE_BODY_HEAD)
@@ -269,3 +274,25 @@ else
   if lpos then redis.call('SETRANGE', key, lpos, ldata) end
   if fresh > 1e13 then redis.call('PERSIST', key) else redis.call('PEXPIRE', key, ceil(fresh)) end
 end
+
+--@@ fetch
+local v = redis.call('GETRANGE', key, 0, $HEAD_LAST)
+local whole = #v < $HEAD
+if v == '' then v = false end
+
+--@@ reread
+if not whole and rlen > 0 then
+  -- the head read so far may stop in the reason: read it again, as long again as the reason
+  v = redis.call('GETRANGE', key, 0, 33 + rlen + $HEAD - 1)
+  whole = #v < 33 + rlen + $HEAD
+end
+
+--@@ whole
+if not whole then v, whole = redis.call('GET', key), true end
+
+--@@ unwrap
+v, at = 'n' .. sub(v, at), 2
+
+--@@ head
+local le, loff, ln, lcap, lbase, ltotal, lnewest, lcharged, lwhole, lbuf, lpos, ldata, cq, ck, ldrop
+@read(START = at + $STATE_BYTES)

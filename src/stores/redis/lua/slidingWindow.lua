@@ -1,10 +1,11 @@
 --[[
 slidingWindow.lua — the twin of src/core/algorithms/slidingWindow.ts (Cloudflare's sliding window counter), as code
-templates that the composer (src/stores/redis/scripts.ts) pastes into the one straight-line script of a policy, once
+templates that the composer (src/stores/redis/compose/) pastes into the one straight-line script of a policy, once
 per slidingWindow rule. No KEYS or ARGV of its own: the policy script (policy.lua) reads them. Each `--@@ name` line
 starts a template; `@roll` pastes the roll template.
 
-Placeholders, replaced per rule at attach time (constants as exact numeric literals):
+Placeholders, replaced per rule at attach time (constants as exact numeric literals: the doubles countConstants in
+src/core/algorithms/common.ts computes, which the core's class uses too):
   $S1, $S2, $S3 — the stored state: prev — the previous window's count, cost units; curr — the current window's
                   count, cost units; start — the current window's start, ms since the epoch (aligned to the epoch)
   $N1, $N2, $N3 — the state as charged by this request
