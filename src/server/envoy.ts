@@ -1,12 +1,20 @@
 /**
- * envoy — Envoy's rate limit vocabulary, in one place: the units of rls.proto (their names, enum numbers and lengths
- * in ms, as envoyproxy/ratelimit divides time), how a rule is reported as `requests_per_unit` per `unit`, and the
+ * envoy — Envoy's rate limit vocabulary, in one place: the codes and units of rls.proto (their names, enum numbers,
+ * and the units' lengths in ms, as envoyproxy/ratelimit divides time), how a rule is reported as `requests_per_unit` per `unit`, and the
  * caps on what one request may ask (descriptors, entries, request-supplied limits). Imports nothing of the service:
  * the config, the messages, the wire codecs and the decision all read it.
  */
 
 /** EnvoyUnit — `RateLimitResponse.RateLimit.Unit` of rls.proto, in the order of its enum numbers (UNKNOWN = 0 … WEEK = 7). */
 export type EnvoyUnit = 'UNKNOWN' | 'SECOND' | 'MINUTE' | 'HOUR' | 'DAY' | 'MONTH' | 'YEAR' | 'WEEK';
+
+/** RlsCode — `RateLimitResponse.Code` of rls.proto: a descriptor's or the request's verdict (UNKNOWN = 0, OK, OVER_LIMIT). */
+export type RlsCode = 'UNKNOWN' | 'OK' | 'OVER_LIMIT';
+
+/** CODE_NUMBER — each code's enum number, in a prototype-less record (`constructor` is no code): what the encoder writes. */
+export const CODE_NUMBER: Readonly<Record<RlsCode, number>> = Object.freeze(
+  Object.assign(Object.create(null) as Record<RlsCode, number>, { UNKNOWN: 0, OK: 1, OVER_LIMIT: 2 }),
+);
 
 /** KnownUnit — a unit that has a length (every one but UNKNOWN). */
 export type KnownUnit = Exclude<EnvoyUnit, 'UNKNOWN'>;

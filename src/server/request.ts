@@ -2,7 +2,8 @@
  * request — the one normaliser of an RLS request, whichever transport decoded it (`/json`'s requestFromJson, gRPC's
  * protobuf): the domain and descriptors present, at most MAX_DESCRIPTORS, each descriptor's key under the store's
  * cap, its cost (hits_addend, as envoyproxy/ratelimit's GetHitsAddends) and its own limit (a known unit, a uint32) —
- * all checked before anything is matched or charged, each refusal a BadRequest naming the field.
+ * each checked before its descriptor is matched (plan.ts calls these per descriptor, in one pass: no second walk and
+ * no array per request), each refusal a BadRequest naming the field.
  */
 import { MAX_KEY_LENGTH } from '../limiter.js';
 import { MAX_AMOUNT } from '../core/rules.js';
@@ -11,46 +12,40 @@ import { ENVOY_UNITS, MAX_UINT32, UNIT_MS } from './envoy.js';
 import { BadRequest, checkDescriptorCount, preview, type RlsDescriptor, type RlsEntry, type RlsRequest } from './rls.js';
 
 /**
- * NormalRequest — a request as the decision reads it. One instance is reused (a request is planned synchronously,
- * start to end): valid until the next {@link normalise}.
+ * requestDescriptors — the request's descriptors, once its domain and their number are checked; `domain` is then
+ * `req.domain`. Refuses an empty domain, no descriptors, more than MAX_DESCRIPTORS.
  */
-export interface NormalRequest {
-  domain: string;
-  descriptors: readonly RlsDescriptor[];
-  /** costs — descriptor i's hits: its own hits_addend when set (0 too), else the request's (0 or unset: 1). */
-  costs: number[];
-  /** overrides — descriptor i's own limit (its `limit`), or undefined. */
-  overrides: (RequestOverride | undefined)[];
-}
-
-const NO_ENTRIES: readonly RlsEntry[] = [];
-const scratch: NormalRequest = { domain: '', descriptors: [], costs: [], overrides: [] };
-
-/** normalise — `req` checked whole and read into the scratch NormalRequest. Throws BadRequest naming the field. */
-export function normalise(req: RlsRequest): NormalRequest {
+export function requestDescriptors(req: RlsRequest): readonly RlsDescriptor[] {
   const domain = req.domain ?? '';
   if (domain === '') throw new BadRequest('domain', 'must not be empty');
   const descriptors = req.descriptors ?? [];
   if (descriptors.length === 0) throw new BadRequest('descriptors', 'must not be empty');
   checkDescriptorCount(descriptors.length);
-  const base = req.hits_addend !== undefined && req.hits_addend > 0 ? req.hits_addend : 1;
-  const out = scratch;
-  const costs = out.costs;
-  const overrides = out.overrides;
-  costs.length = descriptors.length;
-  overrides.length = descriptors.length;
-  for (let i = 0; i < descriptors.length; i++) {
-    const d = descriptors[i];
-    // the key cap before any matching: a 3 MB value was walked against every wildcard of its key first
-    const least = leastKeyLength(domain, d.entries ?? NO_ENTRIES);
-    if (least > MAX_KEY_LENGTH) throw keyTooLong(i, least);
-    costs[i] = hits(d, base, i);
-    overrides[i] = d.limit !== undefined && d.limit !== null ? overrideOf(d, i) : undefined;
-  }
-  out.domain = domain;
-  out.descriptors = descriptors;
-  return out;
+  return descriptors;
 }
+
+/** requestCost — what each descriptor without its own hits_addend costs: the request's hits_addend, 0 or unset meaning 1. */
+export function requestCost(req: RlsRequest): number {
+  return req.hits_addend !== undefined && req.hits_addend > 0 ? req.hits_addend : 1;
+}
+
+/**
+ * descriptorCost — descriptor `i`'s cost, once its key is known to fit the store's cap (see leastKeyLength: checked
+ * before the descriptor is matched, so a 3 MB value is never walked against the config's wildcards). `base` — the
+ * request's cost (requestCost).
+ */
+export function descriptorCost(domain: string, d: RlsDescriptor, base: number, i: number): number {
+  const least = leastKeyLength(domain, d.entries ?? NO_ENTRIES);
+  if (least > MAX_KEY_LENGTH) throw keyTooLong(i, least);
+  return hits(d, base, i);
+}
+
+/** ownLimit — descriptor `i`'s own limit (its `limit`: a uint32 per a known unit, by name), or undefined. */
+export function ownLimit(d: RlsDescriptor, i: number): RequestOverride | undefined {
+  return d.limit !== undefined && d.limit !== null ? overrideOf(d, i) : undefined;
+}
+
+const NO_ENTRIES: readonly RlsEntry[] = [];
 
 /**
  * leastKeyLength — the fewest characters the store key of a descriptor can have: the domain, `:`, and every entry's

@@ -5,10 +5,8 @@
  */
 
 import { MAX_AMOUNT } from '../core/rules.js';
-import { ENVOY_UNITS, MAX_DESCRIPTORS, MAX_ENTRIES, MAX_UINT32, type EnvoyUnit } from './envoy.js';
+import { ENVOY_UNITS, MAX_DESCRIPTORS, MAX_ENTRIES, MAX_UINT32, type EnvoyUnit, type RlsCode } from './envoy.js';
 
-/** RlsCode — a descriptor's or the request's verdict. */
-export type RlsCode = 'UNKNOWN' | 'OK' | 'OVER_LIMIT';
 
 export interface RlsEntry { key: string; value: string }
 

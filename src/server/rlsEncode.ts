@@ -9,11 +9,9 @@
  * name = 3 }, HeaderValue { key = 1; value = 2 }, google.protobuf.Duration { seconds = 1; nanos = 2 }.
  */
 
-import type { RlsCode, RlsHeader, RlsResponse, RlsStatus } from './rls.js';
-import { MAX_UINT32, UNIT_NUMBER as UNITS } from './envoy.js';
+import type { RlsHeader, RlsResponse, RlsStatus } from './rls.js';
+import { CODE_NUMBER as CODES, MAX_UINT32, UNIT_NUMBER as UNITS } from './envoy.js';
 
-/** CODES — the enum's numbers by name (Object.create(null): `constructor` is no code); UNITS — Envoy's UNIT_NUMBER. */
-const CODES: Readonly<Record<RlsCode, number>> = Object.assign(Object.create(null) as Record<RlsCode, number>, { UNKNOWN: 0, OK: 1, OVER_LIMIT: 2 });
 
 /** varintSize — bytes of `v` (an integer from 0 to 2^53) as a varint. */
 function varintSize(v: number): number {

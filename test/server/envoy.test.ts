@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { ENVOY_UNITS, UNIT_MS, UNIT_NUMBER, unitOf, unitOfRequest } from '../../src/server/envoy.js';
+import { CODE_NUMBER, ENVOY_UNITS, UNIT_MS, UNIT_NUMBER, unitOf, unitOfRequest } from '../../src/server/envoy.js';
 import { parseConfig } from '../../src/server/config/index.js';
 import { RateLimitService } from '../../src/server/service.js';
 import { MemoryStore } from '../../src/stores/memory.js';
@@ -41,6 +41,13 @@ describe("Envoy's vocabulary", () => {
     assert.deepEqual(Object.keys(UNIT_MS).sort(), fromProto.map(([name]) => name).filter((n) => n !== 'UNKNOWN').sort());
     assert.equal(UNIT_MS.MONTH, 30 * UNIT_MS.DAY);
     assert.equal(UNIT_MS.YEAR, 365 * UNIT_MS.DAY);
+  });
+
+  test("CODE_NUMBER is rls.proto's RateLimitResponse.Code, and no member of Object.prototype is a code", () => {
+    const body = /enum Code \{([^}]*)\}/.exec(readFileSync(PROTO, 'utf8'))![1];
+    const fromProto = Object.fromEntries([...body.matchAll(/(\w+) = (\d+);/g)].map((m) => [m[1], Number(m[2])]));
+    assert.deepEqual({ ...CODE_NUMBER }, fromProto);
+    assert.equal((CODE_NUMBER as Record<string, number>).constructor, undefined);
   });
 
   test('a unit spelled like a member of Object.prototype is no unit (config, request, and ServiceConfig.override)', () => {
