@@ -8,8 +8,7 @@ import type * as http2 from 'node:http2';
 
 /**
  * Arrivals — the streams whose request has not arrived whole, by the sweep tick they opened in (a Map keeps insertion
- * order, so the oldest come first and a sweep stops at the first young one). grpc-js has no such deadline: a call's
- * only deadline is the client's own grpc-timeout, so this one lives on the HTTP/2 streams, under grpc-js.
+ * order, so the oldest come first and a sweep stops at the first young one).
  */
 export class Arrivals {
   /** open — stream → the tick it opened in; a stream leaves at its client's end of stream or when it closes. */
