@@ -1,5 +1,5 @@
 import * as http2 from 'node:http2';
-import { MAX_DESCRIPTORS } from './rls.js';
+import { MAX_DESCRIPTORS } from './envoy.js';
 import { MAX_FIELDS } from './rlsWire.js';
 
 /**

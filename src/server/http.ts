@@ -8,7 +8,6 @@ import { seconds } from '../http/headers.js';
 import { MAX_AMOUNT } from '../core/rules.js';
 import { jsonValuesOver } from './jsonScan.js';
 import { BadRequest, preview, requestFromJson, responseJson, wellFormed, type RlsResponse } from './rls.js';
-import { MAX_KEY_LENGTH } from '../limiter.js';
 import type { RateLimitService } from './service.js';
 import type { Api, Metrics } from './metrics.js';
 
@@ -262,7 +261,6 @@ export class HttpFront {
     if (!wellFormed(b.key)) throw new BadRequest('key', 'has a lone surrogate: it is not a Unicode string (distinct keys would share one counter)');
     const cost = b.cost === undefined ? 1 : b.cost;
     if (typeof cost !== 'number' || !Number.isFinite(cost) || cost < 0 || cost > MAX_AMOUNT) throw new BadRequest('cost', `must be a finite number from 0 to ${MAX_AMOUNT}, got ${preview(b.cost)}`);
-    checkKey(b.policy, b.key, 'key');
     const policy = b.policy;
     const d = this.options.service.checkNow(policy, b.key, cost);
     if (d instanceof Promise) return d.then((x) => this.writeDecision(res, policy, x));
@@ -298,10 +296,9 @@ export class HttpFront {
       // a decimal number only: Number() would also read 0x10, 0b11 and 1e2
       const cost = costText === undefined ? 1 : DECIMAL.test(costText) ? Number(costText) : NaN;
       if (!Number.isFinite(cost) || cost < 0 || cost > MAX_AMOUNT) throw new BadRequest('X-Ratekeeper-Cost', `must be a finite number from 0 to ${MAX_AMOUNT}, got ${JSON.stringify(costText)}`);
-      checkKey(p, key, 'X-Ratekeeper-Key');
       policy = p;
       // answered in this tick when the store is synchronous (the memory store), as /v1/check
-      d = this.options.service.checkNow(policy, key, cost);
+      d = this.options.service.checkNow(policy, key, cost, 'X-Ratekeeper-Key');
     } catch (e) {
       this.answerFailed(res, 'auth', e, start);
       return;
@@ -391,14 +388,6 @@ export class HttpFront {
       this.server.once('close', () => clearInterval(idle));
     });
   }
-}
-
-/** checkKey — a client key the store can take under its policy's namespace, else a BadRequest naming `field` (not the body). */
-function checkKey(policy: string, key: string, field: string): void {
-  // the length of policyKey(policy, key) (`<length>:<policy>:<key>`), without building it
-  const p = policy.length;
-  const n = (p < 10 ? 1 : p < 100 ? 2 : String(p).length) + p + key.length + 2;
-  if (n > MAX_KEY_LENGTH) throw new BadRequest(field, `is too long: ${key.length} characters, with the policy's name at most ${MAX_KEY_LENGTH} are accepted`);
 }
 
 /** writeRls — an RLS response as envoyproxy/ratelimit's /json answers it: 200 OK, 429 OVER_LIMIT, 500 otherwise. */

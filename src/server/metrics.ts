@@ -1,12 +1,10 @@
 import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
 import type { Decision } from '../core/types.js';
 import { FastHistogram, type Series } from './histogram.js';
+import { NEAR_LIMIT_RATIO as NEAR } from './envoy.js';
 
 /** Outcome — what one rule's hit counts as: envoy's within/near/over limit and shadow mode, plus the library's reasons. */
 export type Outcome = 'within_limit' | 'near_limit' | 'over_limit' | 'shadow_mode' | 'blocked' | 'exempt' | 'store_unavailable';
-
-/** NEAR — envoy's near-limit ratio: a hit that leaves less than 20 % of the limit is near it. */
-const NEAR = 0.8;
 
 /** Api — the front end a call came through, for the latency histogram: `check` POST /v1/check, `auth` GET /v1/auth. */
 export type Api = 'grpc' | 'json' | 'check' | 'auth';

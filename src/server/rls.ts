@@ -1,27 +1,19 @@
 /**
  * rls — Envoy's rate limit service messages (RLS v3) as plain objects, in the field names of the proto
- * (proto/rls.proto, loaded with keepCase), and their proto3 JSON mapping for `POST /json`.
+ * (proto/rls.proto, loaded with keepCase), and their proto3 JSON mapping for `POST /json`. The units and the caps are
+ * Envoy's vocabulary (envoy.ts).
  */
 
 import { MAX_AMOUNT } from '../core/rules.js';
+import { ENVOY_UNITS, MAX_DESCRIPTORS, MAX_ENTRIES, MAX_UINT32, type EnvoyUnit, type RlsCode } from './envoy.js';
 
-/** RlsCode — a descriptor's or the request's verdict. */
-export type RlsCode = 'UNKNOWN' | 'OK' | 'OVER_LIMIT';
-
-/** RlsUnit — envoy's RateLimitUnit names. */
-export type RlsUnit = 'UNKNOWN' | 'SECOND' | 'MINUTE' | 'HOUR' | 'DAY' | 'MONTH' | 'YEAR' | 'WEEK';
-
-/** UNIT_MS — each unit's length as envoy divides time (a month is 30 days, a year 365; windows are aligned to the epoch). */
-export const UNIT_MS: Readonly<Record<Exclude<RlsUnit, 'UNKNOWN'>, number>> = Object.freeze({
-  SECOND: 1000, MINUTE: 60_000, HOUR: 3_600_000, DAY: 86_400_000, WEEK: 604_800_000, MONTH: 2_592_000_000, YEAR: 31_536_000_000,
-});
 
 export interface RlsEntry { key: string; value: string }
 
 export interface RlsDescriptor {
   entries?: RlsEntry[];
   /** limit — the request's own limit for this descriptor, replacing the configured one. */
-  limit?: { requests_per_unit?: number; unit?: RlsUnit | number } | null;
+  limit?: { requests_per_unit?: number; unit?: EnvoyUnit | number } | null;
   /** hits_addend — google.protobuf.UInt64Value: what this descriptor's hit costs, as is when set (0: looked at, not charged); unset: the request's. */
   hits_addend?: { value?: number | string } | null;
 }
@@ -33,7 +25,7 @@ export interface RlsRequest {
   hits_addend?: number;
 }
 
-export interface RlsRateLimit { name?: string; requests_per_unit: number; unit: RlsUnit }
+export interface RlsRateLimit { name?: string; requests_per_unit: number; unit: EnvoyUnit }
 
 export interface RlsStatus {
   code: RlsCode;
@@ -49,19 +41,6 @@ export interface RlsResponse {
   statuses: RlsStatus[];
   response_headers_to_add: RlsHeader[];
 }
-
-/**
- * MAX_DESCRIPTORS — the most descriptors one request may have. A request is decided in one synchronous pass on the
- * memory store: 100 000 descriptors (4 MB of JSON) held the event loop, and so every other client, for seconds.
- * Envoy sends one descriptor per rate limit action of a route: a few.
- */
-export const MAX_DESCRIPTORS = 1000;
-
-/**
- * MAX_ENTRIES — the most entries one descriptor may have. Envoy writes one entry per action of a rate limit: a few.
- * A descriptor deeper than any configured path matches nothing anyway; the bound keeps its decoding cheap.
- */
-export const MAX_ENTRIES = 64;
 
 /**
  * wellFormed — `s` has no lone surrogate (String.prototype.isWellFormed, Node 20; not in the ES2022 lib types).
@@ -92,8 +71,6 @@ export function duration(ms: number): { seconds: number; nanos: number } {
 }
 
 // ---- proto3 JSON (what envoyproxy/ratelimit's /json reads and writes with protojson) ----
-
-const UNITS: readonly RlsUnit[] = ['UNKNOWN', 'SECOND', 'MINUTE', 'HOUR', 'DAY', 'MONTH', 'YEAR', 'WEEK'];
 
 /** pick — a field by its JSON name or its proto name (protojson accepts both). */
 function pick(o: Record<string, unknown>, json: string, proto: string): unknown {
@@ -137,11 +114,11 @@ function uint(v: unknown, field: string, max: number): number {
   return n;
 }
 
-function unit(v: unknown, field: string): RlsUnit {
+function unit(v: unknown, field: string): EnvoyUnit {
   if (v === undefined || v === null) return 'UNKNOWN';
-  if (typeof v === 'number' && UNITS[v] !== undefined) return UNITS[v];
-  if (typeof v === 'string' && (UNITS as readonly string[]).includes(v)) return v as RlsUnit;
-  throw new BadRequest(field, `must be one of ${UNITS.join(', ')}, got ${preview(v)}`);
+  if (typeof v === 'number' && ENVOY_UNITS[v] !== undefined) return ENVOY_UNITS[v];
+  if (typeof v === 'string' && (ENVOY_UNITS as readonly string[]).includes(v)) return v as EnvoyUnit;
+  throw new BadRequest(field, `must be one of ${ENVOY_UNITS.join(', ')}, got ${preview(v)}`);
 }
 
 /** REQUEST_FIELDS, DESCRIPTOR_FIELDS — the JSON names (and proto names) of the messages' fields. */
@@ -194,7 +171,7 @@ export function requestFromJson(body: unknown): RlsRequest {
       if (!isObject(d.limit)) throw new BadRequest(`${at}.limit`, 'must be an object { requestsPerUnit, unit }');
       for (const k in d.limit) if (!LIMIT_FIELDS.has(k)) throw new BadRequest(`${at}.limit.${k}`, 'is not a field of RateLimitOverride { requestsPerUnit, unit }');
       out.limit = {
-        requests_per_unit: uint(pick(d.limit, 'requestsPerUnit', 'requests_per_unit'), `${at}.limit.requestsPerUnit`, 0xffffffff),
+        requests_per_unit: uint(pick(d.limit, 'requestsPerUnit', 'requests_per_unit'), `${at}.limit.requestsPerUnit`, MAX_UINT32),
         unit: unit(d.limit.unit, `${at}.limit.unit`),
       };
     }
@@ -203,7 +180,7 @@ export function requestFromJson(body: unknown): RlsRequest {
     if (h !== undefined && h !== null) out.hits_addend = { value: uint(isObject(h) ? h.value : h, `${atOf(i)}.hitsAddend`, MAX_AMOUNT) };
     descriptors[i] = out;
   }
-  return { domain, descriptors, hits_addend: uint(pick(body, 'hitsAddend', 'hits_addend'), 'hitsAddend', 0xffffffff) };
+  return { domain, descriptors, hits_addend: uint(pick(body, 'hitsAddend', 'hits_addend'), 'hitsAddend', MAX_UINT32) };
 }
 
 /** durationJson — a Duration's proto3 JSON: seconds with up to 9 fractional digits and an `s`. */

@@ -9,11 +9,9 @@
  * name = 3 }, HeaderValue { key = 1; value = 2 }, google.protobuf.Duration { seconds = 1; nanos = 2 }.
  */
 
-import type { RlsCode, RlsHeader, RlsResponse, RlsStatus, RlsUnit } from './rls.js';
+import type { RlsHeader, RlsResponse, RlsStatus } from './rls.js';
+import { CODE_NUMBER as CODES, MAX_UINT32, UNIT_NUMBER as UNITS } from './envoy.js';
 
-/** CODES, UNITS — the enums' numbers by name (Object.create(null): `constructor` is no code). */
-const CODES: Readonly<Record<RlsCode, number>> = Object.assign(Object.create(null) as Record<RlsCode, number>, { UNKNOWN: 0, OK: 1, OVER_LIMIT: 2 });
-const UNITS: Readonly<Record<RlsUnit, number>> = Object.assign(Object.create(null) as Record<RlsUnit, number>, { UNKNOWN: 0, SECOND: 1, MINUTE: 2, HOUR: 3, DAY: 4, MONTH: 5, YEAR: 6, WEEK: 7 });
 
 /** varintSize — bytes of `v` (an integer from 0 to 2^53) as a varint. */
 function varintSize(v: number): number {
@@ -62,7 +60,7 @@ export function canEncode(r: RlsResponse): boolean {
 }
 
 function uint32(v: number): boolean {
-  return Number.isInteger(v) && v >= 0 && v <= 0xffffffff;
+  return Number.isInteger(v) && v >= 0 && v <= MAX_UINT32;
 }
 
 /** limitSize — the size of a status's RateLimit body (its name `nameBytes` long in UTF-8). */

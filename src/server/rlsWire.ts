@@ -17,7 +17,8 @@
  */
 
 import { isUtf8 } from 'node:buffer';
-import { BadRequest, MAX_DESCRIPTORS, MAX_ENTRIES } from './rls.js';
+import { BadRequest } from './rls.js';
+import { MAX_DESCRIPTORS, MAX_ENTRIES } from './envoy.js';
 
 /**
  * MAX_FIELDS — the most protobuf fields (tags, at every depth) one request may have: room for MAX_DESCRIPTORS

@@ -10,7 +10,8 @@ import { test } from 'node:test';
 import fc from 'fast-check';
 import type { Decision, RuleOutcome } from '../../src/core/types.js';
 import { decisionJson } from '../../src/server/http.js';
-import { responseJson, responseToJson, type RlsCode, type RlsResponse, type RlsUnit } from '../../src/server/rls.js';
+import { responseJson, responseToJson, type RlsResponse } from '../../src/server/rls.js';
+import type { EnvoyUnit as RlsUnit, RlsCode } from '../../src/server/envoy.js';
 
 const HOSTILE = ['"', '\\', '\n', '\r', '\u0000', '\u001f', '\u007f', '\u2028', '\u2029', '\u202e', '\u2066', '\ud800', '\udfff', '😀', '</script>'];
 const text = fc.oneof(fc.string({ unit: 'binary' }), fc.constantFrom(...HOSTILE), fc.array(fc.constantFrom(...HOSTILE), { maxLength: 6 }).map((a) => a.join('')));

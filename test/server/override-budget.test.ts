@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { startService, type Running } from '../../src/server/serve.js';
-import { MAX_OVERRIDES } from '../../src/server/service.js';
+import { MAX_OVERRIDES } from '../../src/server/envoy.js';
 import { http } from './procs.js';
 import { configFile } from './support.js';
 

@@ -13,8 +13,7 @@ import { parseDuration } from '../../core/duration.js';
 import { show } from '../../core/errors.js';
 import { didYouMean } from '../../core/options.js';
 import { libraryMessage } from './errors.js';
-import { reportOf, UNIT_MS, unitOf } from './units.js';
-import type { EnvoyUnit } from './types.js';
+import { rateReport, UNIT_MS, unitOf, type EnvoyUnit } from '../envoy.js';
 import { fields, items, lineOf, scalar, text, toJs, unknownFields, type At, type Field, type Fields } from './yaml.js';
 
 /** RATE_LIMIT_FIELDS — the fields of a rate_limit: envoy's, then ratekeeper's. */
@@ -254,7 +253,7 @@ function item(at: At, node: Node | null, where: string, inList: boolean): LimitI
         'requests_per_unit: 0 refuses every request: write it as a rate_limit of its own, not an item of rate_limits');
     }
     if (at.src.issues.size > before) return undefined;
-    return { unlimited: false, denyAll: true, name, replaces, report: unit !== undefined ? { requestsPerUnit: 0, unit } : reportOf(0, per) };
+    return { unlimited: false, denyAll: true, name, replaces, report: unit !== undefined ? { requestsPerUnit: 0, unit } : rateReport(0, per) };
   }
   const options: Record<string, unknown> = { limit: requests, per };
   if (name !== undefined) options.name = name;
@@ -264,7 +263,7 @@ function item(at: At, node: Node | null, where: string, inList: boolean): LimitI
   const rule = buildRule(at, algorithm ?? 'fixedWindow', options,
     { limit: rf, per: unitF ?? perF, burst: bf, halfLife: hf, accounting: cf, name: nf }, line);
   if (rule === undefined) return undefined;
-  const report = unit !== undefined ? { requestsPerUnit: requests, unit } : reportOf(requests, per);
+  const report = unit !== undefined ? { requestsPerUnit: requests, unit } : rateReport(requests, per);
   return { rule, unlimited: false, denyAll: false, name, replaces, report };
 }
 

@@ -6,7 +6,7 @@
 import { RatekeeperError, show } from '../../core/errors.js';
 import { rules } from '../../core/rules.js';
 import { domainSpace, entriesKey, escDomain, sharedEntriesKey } from './key.js';
-import { UNIT_MS, unitOfRequest } from './units.js';
+import { OVERRIDE_SPECS, UNIT_MS, unitOfRequest } from '../envoy.js';
 import type { LimitSpec, Match, NativePolicy, RequestOverride, ServiceConfig } from './types.js';
 
 /** Wildcard — a value with `*`, split at load: matches a value that starts with parts[0], ends with the last part and holds the middle parts in order, without overlap. */
@@ -71,16 +71,13 @@ const EXACT = 0;
 const WILD = 1;
 const ANY = 2;
 
-/** OVERRIDE_CACHE — at most this many distinct request overrides are kept as LimitSpecs (the set is then cleared). */
-const OVERRIDE_CACHE = 1024;
-
 /**
  * Config — the loaded configuration. `match` reuses two scratch arrays (JavaScript runs one match at a time) sized to
  * the deepest descriptor, so a request longer than any config path is refused before it is walked.
  */
 export class Config implements ServiceConfig {
   readonly domains: string[];
-  /** overrides — request overrides seen, by domain, requests per unit and unit (bounded by OVERRIDE_CACHE). */
+  /** overrides — request overrides seen, by domain, requests per unit and unit (bounded by OVERRIDE_SPECS). */
   private readonly overrides = new Map<string, LimitSpec>();
   /** nodes, kinds — scratch of match: the node each entry matched, and how. */
   private readonly nodes: DNode[];
@@ -223,7 +220,7 @@ export class Config implements ServiceConfig {
     const cacheKey = `${domain}\u0000${rpu}\u0000${unit}`;
     let spec = this.overrides.get(cacheKey);
     if (spec === undefined) {
-      if (this.overrides.size >= OVERRIDE_CACHE) this.overrides.clear();
+      if (this.overrides.size >= OVERRIDE_SPECS) this.overrides.clear();
       const ruleList = rpu === 0 ? [] : [rules.fixedWindow({ limit: rpu, per: UNIT_MS[unit] })];
       spec = Object.freeze({
         id: `${escDomain(domain)}:!override=${rpu}/${unit}`,

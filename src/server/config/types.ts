@@ -1,12 +1,10 @@
 /**
  * The service's configuration as the server codes against it: envoyproxy/ratelimit's descriptors (as limits and a
- * matcher) and ratekeeper's named policies. Everything here is pure data plus one pure lookup; loading and validation
- * live in load.ts, matching in match.ts.
+ * matcher) and ratekeeper's named policies. Types only: loading and validation live in load.ts, matching in match.ts,
+ * the units in ../envoy.ts; config/index.ts is the folder's public face.
  */
 import type { RuleConfig } from '../../core/algorithms/common.js';
-
-/** EnvoyUnit — `RateLimitResponse.RateLimit.Unit` of rls.proto, in the order of its enum numbers (UNKNOWN = 0 … WEEK = 7). */
-export type EnvoyUnit = 'UNKNOWN' | 'SECOND' | 'MINUTE' | 'HOUR' | 'DAY' | 'MONTH' | 'YEAR' | 'WEEK';
+import type { EnvoyUnit } from '../envoy.js';
 
 /** LimitSpec — one configured limit: the `rate_limit` (or `rate_limits`) of one descriptor node of one domain. */
 export interface LimitSpec {
@@ -136,7 +134,3 @@ export interface LoadOptions {
    */
   mergeDomains?: boolean;
 }
-
-export { loadConfig, parseConfig } from './load.js';
-export { descriptorKey } from './key.js';
-export { ConfigError, type ConfigIssue } from './errors.js';
