@@ -84,10 +84,12 @@ function indexCases(suite: RedisSuite<unknown, any>): void {
   it('an ended override is not listed, and the listing prunes it from the index', async () => {
     const prefix = uniquePrefix('prune');
     const lim = make(prefix);
-    await lim.block('short', { for: 50, reason: 'brief' });
+    // (the short block lasts 1 s: at 50 ms it ended before the first listing twice on a loaded 2-core machine — two
+    // blocks and a listing are several round trips, each waiting for the CPU)
+    await lim.block('short', { for: 1000, reason: 'brief' });
     await lim.block('long', { for: '1h' });
     assert.deepEqual((await lim.blocks()).map((b) => b.key).sort(), ['long', 'short']);
-    await new Promise((r) => setTimeout(r, 80));
+    await new Promise((r) => setTimeout(r, 1030));
     assert.deepEqual((await lim.blocks()).map((b) => b.key), ['long']);
     assert.equal((await lim.inspect('short')).override, undefined);
     // pruned: the index no longer holds it (looked up where the store files it)
