@@ -9,8 +9,8 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { http } from '../test/server/procs.js';
-import { manyLimits, rssMb, serveMany } from '../test/server/many.js';
+import { http, serve } from '../test/server/procs.js';
+import { manyLimits, rssMb } from '../test/server/many.js';
 
 const SIZES = (process.env.BENCH_LIMITS ?? '1000,5000,10000').split(',').map(Number);
 const dir = mkdtempSync(join(tmpdir(), 'rk-bench-limits-'));
@@ -55,14 +55,14 @@ for (const n of SIZES) {
   const file = join(dir, `limits-${n}.yaml`);
   for (const admin of [false, true]) {
     writeFileSync(file, manyLimits(n));
-    const s = await serveMany(file, admin, 120_000);
+    const s = await serve(['--config', file], {}, { admin, timeoutMs: 120_000 });
     try {
       await sleep(500);
       const ready = rssMb(s.proc.pid!);
       await touchAll(s.http, n);
       await sleep(500);
       const touched = rssMb(s.proc.pid!);
-      console.log(`| ${n} | ${admin ? 'on' : 'off'} | ${s.readyMs.toFixed(0)} | ${ready.toFixed(0)} | ${touched.toFixed(0)} |`);
+      console.log(`| ${n} | ${admin ? 'on' : 'off'} | ${s.startMs.toFixed(0)} | ${ready.toFixed(0)} | ${touched.toFixed(0)} |`);
       if (admin) {
         const r = await reloadStall(file, n, s.http, s.log);
         reloads.push(`| ${n} | ${r.reloadMs.toFixed(0)} | ${r.checks} | ${r.maxMs.toFixed(0)} | ${rssMb(s.proc.pid!).toFixed(0)} |`);

@@ -2,30 +2,19 @@
  * bench/paths — what each of the service's request paths costs in process, without sockets: the parse, the
  * decision (memory store, the bench server's configuration), the answer's bytes and its metrics, for /v1/check,
  * /json (2 descriptors) and gRPC ShouldRateLimit (its decoded request; the response encoded). CPU µs per call over
- * BENCH_CALLS (200 000) calls cycling 10 000 keys. `BENCH_BASELINE=<another build's dist directory>` runs that build
- * too, alternated with this one over BENCH_ROUNDS (3) rounds (what docs/server.md's before/after table comes from).
- * `npm run bench paths`.
+ * BENCH_CALLS (200 000) calls cycling 10 000 keys. `BENCH_BASE=<another checkout>` (bench/base.ts) runs that build
+ * too, alternated with this one over BENCH_ROUNDS (3) rounds, and prints this build / base per path (what
+ * docs/server.md's before/after table comes from). `npm run bench paths`.
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { afterBefore, BASE, BASE_NAME, baseHeading } from './base.js';
+import { checkBody, KEYS, rlsRequest, writeConfig } from './fixture.js';
 
 const CALLS = Number(process.env.BENCH_CALLS ?? 200_000);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
-const KEYS = 10_000;
-
-const CONFIG = `
-domain: bench
-descriptors:
-  - key: client
-    rate_limit: { unit: second, requests_per_unit: 1000000000 }
-  - key: path
-    rate_limit: { unit: minute, requests_per_unit: 1000000000 }
-policies:
-  api:
-    rules: '1000000000/min'
-`;
 
 type Paths = Record<'check' | 'json' | 'grpc', (i: number) => unknown>;
 
@@ -48,9 +37,9 @@ async function load(dist: string, config: string): Promise<Paths> {
   const timed = (api: string, code: string): void => (m.answered !== undefined ? m.answered(api, code, performance.now()) : m.time(api)(code));
   const jsonOut = (r: unknown): string => (rls.responseJson !== undefined ? rls.responseJson(r) : JSON.stringify(rls.responseToJson(r)));
   const encode = (r: unknown): Buffer => (enc !== undefined && enc.canEncode(r) ? enc.encodeResponse(r) : serialize(r));
-  const checks = Array.from({ length: KEYS }, (_, i) => Buffer.from(`{"policy":"api","key":"c${i}"}`));
-  const bodies = Array.from({ length: KEYS }, (_, i) => Buffer.from(`{"domain":"bench","descriptors":[{"entries":[{"key":"client","value":"c${i}"}]},{"entries":[{"key":"path","value":"/p${i % 10}"}]}]}`));
-  const requests = Array.from({ length: KEYS }, (_, i) => ({ domain: 'bench', descriptors: [{ entries: [{ key: 'client', value: `c${i}` }] }, { entries: [{ key: 'path', value: `/p${i % 10}` }] }] }));
+  const checks = Array.from({ length: KEYS }, (_, i) => Buffer.from(checkBody(i)));
+  const bodies = Array.from({ length: KEYS }, (_, i) => Buffer.from(JSON.stringify(rlsRequest(i))));
+  const requests = Array.from({ length: KEYS }, (_, i) => rlsRequest(i));
   return {
     check: (i) => {
       const b = JSON.parse(checks[i % KEYS].toString('utf8')) as { policy: string; key: string };
@@ -89,19 +78,28 @@ function measure(paths: Paths): Record<string, number> {
 async function main(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'rk-bench-paths-'));
   try {
-    const config = join(dir, 'bench.yaml');
-    writeFileSync(config, CONFIG);
+    const config = writeConfig(dir);
     const here = resolve(fileURLToPath(import.meta.url), '../..');
     const builds: [string, Paths][] = [['this build', await load(here, config)]];
-    if (process.env.BENCH_BASELINE !== undefined) builds.push([`baseline (${process.env.BENCH_BASELINE})`, await load(process.env.BENCH_BASELINE, config)]);
+    if (BASE !== undefined) builds.push([BASE_NAME, await load(BASE, config)]);
+    /** us — per build, per path, the CPU µs per call of each round. */
+    const us = builds.map(() => ({ check: [] as number[], json: [] as number[], grpc: [] as number[] }));
     console.log(`The service's request paths in process (CPU µs per call, ${CALLS} calls over ${KEYS} keys, ${ROUNDS} rounds alternated)\n`);
     console.log('| build | round | /v1/check | /json | gRPC |');
     console.log('|---|---:|---:|---:|---:|');
     for (let r = 0; r < ROUNDS; r++) {
-      for (const [name, paths] of r % 2 === 0 ? builds : [...builds].reverse()) {
+      for (const b of r % 2 === 0 ? [0, 1] : [1, 0]) {
+        if (b >= builds.length) continue;
+        const [name, paths] = builds[b];
         const x = measure(paths);
+        for (const k of ['check', 'json', 'grpc'] as const) us[b][k].push(x[k]);
         console.log(`| ${name} | ${r + 1} | ${x.check.toFixed(2)} | ${x.json.toFixed(2)} | ${x.grpc.toFixed(2)} |`);
       }
+    }
+    if (builds.length > 1) {
+      console.log(baseHeading('CPU per call, as a speed (the base\'s µs / this build\'s)'));
+      console.log('| path | this build / base |\n|---|---:|');
+      for (const [k, name] of [['check', '/v1/check'], ['json', '/json'], ['grpc', 'gRPC']] as const) console.log(`| ${name} | ${afterBefore(us[1][k], us[0][k])} |`);
     }
   } finally {
     rmSync(dir, { recursive: true, force: true });

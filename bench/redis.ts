@@ -8,6 +8,9 @@
  * defaults, and enableAutoPipelining), nothing refused, alternating over BENCH_ROUNDS rounds (best of each shown),
  * with the CPU each check costs in Node and in redis-server beside the rate.
  * `npm run bench redis` (or node dist/bench/redis.js; BENCH_PARTS=speed,log,memory chooses the parts). Numbers are noisy on a shared machine: check the load average.
+ * With BENCH_BASE=<another checkout> (bench/base.ts) the speed part also runs that build's 1-rule and 4-rule
+ * policies (its public redisStore on the same client) in the same rounds, and the one-at-a-time p50 interleaved with
+ * this build's: this build / base per round, median and spread.
  */
 import { spawnSync } from 'node:child_process';
 import { loadavg } from 'node:os';
@@ -20,6 +23,7 @@ import type { Algorithm } from '../src/core/types.js';
 import { RedisStore, type RedisBound } from '../src/stores/redis/index.js';
 import { policyScript } from '../src/stores/redis/scripts.js';
 import { RedisServer } from '../test/support/redis.js';
+import { afterBefore, BASE, BASE_NAME, baseHeading, baseImport } from './base.js';
 
 const INFLIGHT = 256;
 const KEYS = 10_000;
@@ -160,6 +164,20 @@ if (PARTS.has('speed')) {
   }
 
   const check = (lim: Limiter) => async (i: number): Promise<boolean> => (await lim.check(key(i))).allowed;
+  /** baseLims — with BENCH_BASE, the base build's 1-rule and 4-rule limiters on the ioredis-defaults client. */
+  let baseLims: { one: Limiter; four: Limiter } | undefined;
+  if (BASE !== undefined) {
+    const b = await baseImport<{ limiter: typeof limiter; rules: typeof rules }>('src/index.js');
+    const { redisStore } = await baseImport<{ redisStore: (o: { client: Redis; prefix: string }) => RedisStore }>('src/stores/redis/index.js');
+    const bStore = redisStore({ client, prefix: 'base0:' });
+    const bOne = [b.rules.gcra({ limit: 1000, per: '1s', name: 'gcra' })];
+    const bFour = [
+      b.rules.slidingLog({ limit: 1_000_000, per: '1s', name: 'log1s' }), b.rules.slidingLog({ limit: 10_000_000, per: '1m', name: 'log1m' }),
+      b.rules.tokenBucket({ limit: 100_000, per: '1m', name: 'bucket' }), b.rules.earrrl({ limit: 1_000_000, per: '1m', halfLife: '10s', name: 'earrrl', accounting: 'leaky' }),
+    ];
+    baseLims = { one: b.limiter({ rules: bOne, store: bStore }), four: b.limiter({ rules: bFour, store: bStore }) };
+  }
+  const baseRuns = { one: [] as Usage[], four: [] as Usage[] };
   const consume = (rlf: RateLimiterRedis) => (i: number): Promise<boolean> => rlf.consume(key(i)).then(() => true, () => false);
   const results = settings.map(() => ({ one: [] as Usage[], rlf: [] as Usage[], four: [] as Usage[] }));
   const rb: Usage[] = [];
@@ -168,6 +186,10 @@ if (PARTS.has('speed')) {
       results[k].one.push(await throughput(check(s.lim1)));
       results[k].rlf.push(await throughput(consume(s.rlf)));
       results[k].four.push(await throughput(check(s.lim4)));
+      if (k === 0 && baseLims !== undefined) {
+        baseRuns.one.push(await throughput(check(baseLims.one)));
+        baseRuns.four.push(await throughput(check(baseLims.four)));
+      }
     }
     rb.push(redisBenchmark());
   }
@@ -178,6 +200,15 @@ if (PARTS.has('speed')) {
 
   const [get, ping, single] = await p50s([() => client.get('nothing'), () => client.ping(), (i) => lim1.check(key(i))]);
   const [getAuto, singleAuto] = await p50s([() => settings[1].client.get('nothing'), (i) => settings[1].lim1.check(key(i))]);
+  // with BENCH_BASE: this build's and the base's check() one at a time, interleaved, in ROUNDS rounds of 2 000
+  const singles = { ours: [] as number[], base: [] as number[] };
+  if (baseLims !== undefined) {
+    for (let r = 0; r < ROUNDS; r++) {
+      const [o, b] = await p50s([(i) => lim1.check(key(i)), (i) => baseLims.one.check(key(i))], 2000);
+      singles.ours.push(o);
+      singles.base.push(b);
+    }
+  }
   const rbBest = best(rb);
 
   const rows: string[] = [];
@@ -205,6 +236,14 @@ if (PARTS.has('speed')) {
     const vsRlf = roundRatios(r.one, r.rlf);
     const fourVsOne = roundRatios(r.four, r.one);
     console.log(`\n${s.name}, ratio within each round (same machine state): 1 rule / RateLimiterRedis ${vsRlf.map((x) => x.toFixed(2)).join(', ')} (median ${median(vsRlf).toFixed(2)}×); 4 rules / 1 rule ${fourVsOne.map((x) => x.toFixed(2)).join(', ')} (median ${median(fourVsOne).toFixed(2)}×).`);
+  }
+  if (baseLims !== undefined) {
+    console.log(baseHeading('ioredis defaults, 256 in flight checks/s, and one at a time p50 as a speed (the base\'s µs / this build\'s)'));
+    console.log('| measure | this build / base |\n|---|---:|');
+    console.log(`| 1 rule, checks/s | ${afterBefore(results[0].one.map((u) => u.rate), baseRuns.one.map((u) => u.rate))} |`);
+    console.log(`| 4 rules, checks/s | ${afterBefore(results[0].four.map((u) => u.rate), baseRuns.four.map((u) => u.rate))} |`);
+    console.log(`| 1 rule, Node CPU per check | ${afterBefore(baseRuns.one.map((u) => u.node), results[0].one.map((u) => u.node))} |`);
+    console.log(`| 1 rule, one at a time p50 (${BASE_NAME}: ${singles.base.map(fmt).join(', ')} µs) | ${afterBefore(singles.base, singles.ours)} |`);
   }
   console.log(`\nAll rounds, checks/s: ${settings.map((s, k) => `${s.name}: 1 rule ${results[k].one.map((u) => fmt(u.rate)).join(', ')}; RateLimiterRedis ${results[k].rlf.map((u) => fmt(u.rate)).join(', ')}; 4 rules ${results[k].four.map((u) => fmt(u.rate)).join(', ')}`).join(' | ')}; redis-benchmark ${rb.map((u) => fmt(u.rate)).join(', ')}.`);
 

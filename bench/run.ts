@@ -8,7 +8,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const here = dirname(fileURLToPath(import.meta.url));
-const all = ['core', 'memory', 'redis', 'multi', 'http', 'config', 'server', 'admin', 'limits'];
+const all = ['core', 'redis', 'multi', 'http', 'config', 'server', 'admin', 'limits'];
 const wanted = process.argv.slice(2);
 const suites = (wanted.length > 0 ? wanted : all).filter((s) => {
   const ok = existsSync(join(here, `${s}.js`));

@@ -24,180 +24,28 @@
  * BENCH_PARTS (wrk,h2load,throughput,latency,redis); for wrk and h2load: BENCH_OUT_SECONDS (10), BENCH_OUT_ROUNDS (5),
  * BENCH_OUT_WARMUP (2), BENCH_H2_CLIENTS (8), BENCH_H2_STREAMS (8 per connection), BENCH_INSTALL (1: apt-get when
  * root). Temporary files (config, wrk script, gRPC frame) live in one rk-bench-* directory, removed on exit.
+ * With BENCH_BASE=<another checkout> (bench/base.ts) the base build's service runs as one more server in every part,
+ * in the same alternating rounds, and each part ends with a table of this build / base per round (median, min–max).
+ * The server processes are bench/servers.ts; the wrk and h2load parts, bench/serverOutside.ts; the configuration
+ * and requests, bench/fixture.ts.
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { once } from 'node:events';
-import { createServer } from 'node:http';
-import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
-import { availableParallelism, tmpdir } from 'node:os';
+import { readFileSync, readdirSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type * as Grpc from '@grpc/grpc-js';
-import { cpuMicros, h2load, haveTool, wrk, writeGrpcFrame, writeWrkScript, type WrkKind } from './outside.js';
+import { afterBefore, BASE, BASE_NAME, baseHeading, median } from './base.js';
+import { checkBody, KEYS, rlsRequest } from './fixture.js';
+import { outsideGrpc, outsideHttp } from './serverOutside.js';
+import { LOAD_CPUS, PIN, SERVER_CPU, start, stop, type ServerKind } from './servers.js';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 3);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const STREAMS = Number(process.env.BENCH_STREAMS ?? 64);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 64);
 const SEQ = Number(process.env.BENCH_SEQ ?? 2000);
-const KEYS = 10_000;
-const PIN = process.env.BENCH_PIN !== '0' && availableParallelism() >= 2 && spawnSync('taskset', ['-V']).status === 0;
-const SERVER_CPU = String(availableParallelism() - 1);
-/** LOAD_CPUS — the CPUs of the load generator (and of redis-server): all but the servers'. */
-const LOAD_CPUS = SERVER_CPU === '1' ? '0' : `0-${Number(SERVER_CPU) - 1}`;
-
-const CONFIG = `
-domain: bench
-descriptors:
-  - key: client
-    rate_limit: { unit: second, requests_per_unit: 1000000000 }
-  - key: path
-    rate_limit: { unit: minute, requests_per_unit: 1000000000 }
-policies:
-  api:
-    rules: '1000000000/min'
-`;
-
-const CONSTANT_RLS = {
-  overall_code: 'OK',
-  statuses: [
-    { code: 'OK', current_limit: { requests_per_unit: 1e9, unit: 'SECOND' }, limit_remaining: 999_999_999, duration_until_reset: { seconds: 1, nanos: 0 } },
-    { code: 'OK', current_limit: { requests_per_unit: 1e9, unit: 'MINUTE' }, limit_remaining: 999_999_999, duration_until_reset: { seconds: 60, nanos: 0 } },
-  ],
-};
-/**
- * CONSTANT_CHECK, CONSTANT_JSON — what the bare HTTP server answers: byte for byte the size and shape of the service's
- * answers (a Decision with its RateLimit fields; an RLS response for two descriptors), so that the load generator,
- * which runs on one core and parses every answer, spends the same on both and only the servers' work differs.
- */
-const CONSTANT_CHECK = JSON.stringify({
-  allowed: true, reason: 'allowed', limit: 1e9, remaining: 999_999_999, retryAfter: 0, resetAfter: 60_000,
-  rules: [{ name: '1000000000/1m', algorithm: 'slidingLog', allowed: true, limit: 1e9, remaining: 999_999_999, retryAfter: 0, resetAfter: 60_000 }],
-});
-const CHECK_HEADERS: Record<string, string> = { 'RateLimit-Policy': '"1000000000/1m";q=1000000000;w=60', RateLimit: '"1000000000/1m";r=999999999;t=60' };
-const CONSTANT_JSON = JSON.stringify({
-  overallCode: 'OK',
-  statuses: [
-    { code: 'OK', currentLimit: { requestsPerUnit: 1e9, unit: 'SECOND' }, limitRemaining: 999_999_999, durationUntilReset: '0.5s' },
-    { code: 'OK', currentLimit: { requestsPerUnit: 1e9, unit: 'MINUTE' }, limitRemaining: 999_999_999, durationUntilReset: '30s' },
-  ],
-});
-
-type ServerKind = 'service' | 'service-redis' | 'bare-grpc' | 'bare-grpc-redis' | 'bare-grpc-eval' | 'bare-http';
-
-/**
- * FLOOR_SCRIPT — what 'bare-grpc-eval' runs per call: a Lua script touching two keys, as the service's compound
- * script does for two descriptors, without any rate limiting logic.
- */
-const FLOOR_SCRIPT = "return { redis.call('INCR', KEYS[1]), redis.call('INCR', KEYS[2]) }";
-
-/** Answer — what the bare HTTP server sends for one endpoint: the service's headers (its own, in order) and body. */
-interface Answer {
-  headers: [string, string][];
-  body: string;
-}
-
-/** grpcAnswers — in a server process: gRPC calls answered so far, `ok` with grpc-status OK, `other` with any other. */
-let grpcAnswers: () => Promise<{ ok: number; other: number }> = () => Promise.resolve({ ok: 0, other: 0 });
-
-/** serve — a server process: prints `<http port> <grpc port>` (−1 for none). */
-async function serve(kind: ServerKind, redisPort: string | undefined): Promise<void> {
-  let http = -1;
-  let grpcPort = -1;
-  if (kind === 'service' || kind === 'service-redis') {
-    const { startService } = await import('../src/server/serve.js');
-    const r = await startService({
-      config: process.env.BENCH_CONFIG!, port: 0, grpcPort: 0, log: () => undefined,
-      ...(kind === 'service-redis' ? { redis: `127.0.0.1:${redisPort}` } : {}),
-    });
-    http = r.httpPort!;
-    grpcPort = r.grpcPort!;
-    // grpc answers by status, for the h2load part: ShouldRateLimit's latency histogram counts every answer by its code
-    grpcAnswers = async () => {
-      const m = r.metrics.registry.getSingleMetric('ratekeeper_request_duration_seconds');
-      const values = ((await m?.get())?.values ?? []) as { labels: Record<string, string | number>; value: number; metricName?: string }[];
-      let ok = 0;
-      let other = 0;
-      for (const v of values) {
-        if (!v.metricName?.endsWith('_count') || v.labels.api !== 'grpc') continue;
-        if (v.labels.code === 'OK') ok += v.value;
-        else other += v.value;
-      }
-      return { ok, other };
-    };
-  } else if (kind === 'bare-grpc' || kind === 'bare-grpc-redis' || kind === 'bare-grpc-eval') {
-    const grpc = await import('@grpc/grpc-js');
-    const { rlsService } = await import('../src/server/grpc.js');
-    const server = new grpc.Server();
-    type Cb = (e: Error | null, r?: unknown) => void;
-    let answered = 0;
-    grpcAnswers = () => Promise.resolve({ ok: answered, other: 0 });
-    let answer: (call: { request: { descriptors: { entries: { value: string }[] }[] } }, cb: Cb) => void = (_call, cb) => {
-      answered++;
-      cb(null, CONSTANT_RLS);
-    };
-    if (kind !== 'bare-grpc') {
-      // one Redis round trip per call before the constant answer: a GET, or EVALSHA of a two-key script (FLOOR_SCRIPT)
-      const { Redis } = await import('ioredis');
-      const client = new Redis({ host: '127.0.0.1', port: Number(redisPort), maxRetriesPerRequest: 1 });
-      const sha = kind === 'bare-grpc-eval' ? ((await client.script('LOAD', FLOOR_SCRIPT)) as string) : '';
-      const reply = (cb: Cb) => (e: Error | null | undefined): void => (e ? cb(e) : cb(null, CONSTANT_RLS));
-      answer = kind === 'bare-grpc-redis'
-        ? (call, cb) => { client.get(`bench:${call.request.descriptors[0].entries[0].value}`, reply(cb)); }
-        : (call, cb) => { client.evalsha(sha, 2, `bench:${call.request.descriptors[0].entries[0].value}`, `bench:${call.request.descriptors[1].entries[0].value}`, reply(cb)); };
-    }
-    server.addService(rlsService(), { ShouldRateLimit: answer as never });
-    grpcPort = await new Promise<number>((res, rej) => server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (e, p) => (e ? rej(e) : res(p))));
-  } else {
-    // the service's own answers when the load process captured them (BENCH_ANSWERS), else constants of their size
-    const captured = process.env.BENCH_ANSWERS === undefined ? undefined : (JSON.parse(process.env.BENCH_ANSWERS) as Record<WrkKind, Answer>);
-    const answers: Record<WrkKind, Answer> = captured ?? {
-      check: { headers: [...Object.entries(CHECK_HEADERS), ['Content-Type', 'application/json']], body: CONSTANT_CHECK },
-      auth: { headers: [...Object.entries(CHECK_HEADERS), ['Content-Type', 'application/json']], body: CONSTANT_CHECK },
-      json: { headers: [['Content-Type', 'application/json']], body: CONSTANT_JSON },
-    };
-    const server = createServer((req, res) => {
-      req.on('data', () => undefined);
-      req.on('end', () => {
-        const a = req.url === '/json' ? answers.json : req.url === '/v1/auth' ? answers.auth : answers.check;
-        for (const [k, v] of a.headers) res.setHeader(k, v);
-        res.setHeader('Content-Length', Buffer.byteLength(a.body));
-        res.end(a.body);
-      });
-    });
-    server.keepAliveTimeout = 65_000;
-    server.listen(0, '127.0.0.1');
-    await once(server, 'listening');
-    http = (server.address() as { port: number }).port;
-  }
-  // the server's own CPU time over a measured run (user + system µs), asked for by the load process over IPC
-  let from = process.cpuUsage();
-  process.on('message', (m) => {
-    if (m === 'start') from = process.cpuUsage();
-    else if (m === 'stop') {
-      const u = process.cpuUsage(from);
-      process.send?.(u.user + u.system);
-    } else if (m === 'grpc-answers') {
-      void grpcAnswers().then((a) => process.send?.(a));
-    }
-  });
-  process.stdout.write(`${http} ${grpcPort}\n`);
-}
-
-async function start(kind: ServerKind, redisPort?: number, env: Record<string, string> = {}): Promise<{ child: ChildProcess; http: number; grpc: number }> {
-  const argv = [process.execPath, fileURLToPath(import.meta.url), '--serve', kind, String(redisPort ?? '')];
-  const [cmd, ...args] = PIN ? ['taskset', '-c', SERVER_CPU, ...argv] : argv;
-  // taskset execs node: the child's pid is the server's (its /proc/<pid>/stat is read for the CPU time)
-  const child = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'inherit', 'ipc'], env: { ...process.env, BENCH_CONFIG: configFile(), ...env } });
-  const [chunk] = (await once(child.stdout!, 'data')) as [Buffer];
-  const [http, grpc] = chunk.toString().trim().split(' ').map(Number);
-  return { child, http, grpc };
-}
-
-async function stop(child: ChildProcess): Promise<void> {
-  child.kill('SIGKILL');
-  await once(child, 'exit');
-}
 
 let grpcMod: typeof Grpc;
 let Client: Grpc.ServiceClientConstructor;
@@ -205,10 +53,6 @@ async function grpcClient(port: number): Promise<Grpc.Client & { ShouldRateLimit
   grpcMod ??= await import('@grpc/grpc-js');
   Client ??= (await import('../src/server/grpc.js')).rlsClient();
   return new Client(`127.0.0.1:${port}`, grpcMod.credentials.createInsecure()) as unknown as Grpc.Client & { ShouldRateLimit: Function };
-}
-
-function rlsRequest(i: number): unknown {
-  return { domain: 'bench', descriptors: [{ entries: [{ key: 'client', value: `c${i % KEYS}` }] }, { entries: [{ key: 'path', value: `/p${i % 10}` }] }] };
 }
 
 function call(c: { ShouldRateLimit: Function }, i: number): Promise<{ overall_code: string }> {
@@ -263,7 +107,7 @@ async function grpcSeq(port: number): Promise<[number, number]> {
 }
 
 function httpBody(path: string, i: number): string {
-  return path === '/json' ? JSON.stringify(rlsRequest(i)) : JSON.stringify({ policy: 'api', key: `c${i % KEYS}` });
+  return path === '/json' ? JSON.stringify(rlsRequest(i)) : checkBody(i);
 }
 
 async function httpLoad(port: number, path: string, seconds: number): Promise<number> {
@@ -297,10 +141,9 @@ async function httpSeq(port: number, path: string): Promise<[number, number]> {
 }
 
 const fmt = (n: number): string => Math.round(n).toLocaleString('en-US');
-const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 async function throughput(): Promise<void> {
-  const cases: { name: string; kind: ServerKind; run: (s: { http: number; grpc: number }) => Promise<number> }[] = [
+  const cases: { name: string; kind: ServerKind; base?: boolean; run: (s: { http: number; grpc: number }) => Promise<number> }[] = [
     { name: 'gRPC ShouldRateLimit, ratekeeper (2 descriptors)', kind: 'service', run: (s) => grpcLoad(s.grpc, SECONDS) },
     { name: 'gRPC, bare grpc-js constant response', kind: 'bare-grpc', run: (s) => grpcLoad(s.grpc, SECONDS) },
     { name: 'HTTP POST /v1/check, ratekeeper', kind: 'service', run: (s) => httpLoad(s.http, '/v1/check', SECONDS) },
@@ -308,13 +151,21 @@ async function throughput(): Promise<void> {
     { name: 'HTTP /v1/check, bare node:http constant answer of the same size', kind: 'bare-http', run: (s) => httpLoad(s.http, '/v1/check', SECONDS) },
     { name: 'HTTP /json, bare node:http constant answer of the same size', kind: 'bare-http', run: (s) => httpLoad(s.http, '/json', SECONDS) },
   ];
+  /** AGAINST_BASE — with BENCH_BASE, each service case (0, 2, 3) and its twin on the base build, appended. */
+  const AGAINST_BASE: [number, number][] = [];
+  if (BASE !== undefined) {
+    for (const j of [0, 2, 3]) {
+      AGAINST_BASE.push([j, cases.length]);
+      cases.push({ ...cases[j], name: cases[j].name.replace('ratekeeper', BASE_NAME), base: true });
+    }
+  }
   const runs = cases.map(() => [] as number[]);
   /** cpu — the server's CPU µs per call in each round (what the server itself spends, whatever limits the load). */
   const cpu = cases.map(() => [] as number[]);
   for (let round = 0; round < ROUNDS; round++) {
     for (let k = 0; k < cases.length; k++) {
       const j = (round + k) % cases.length;
-      const s = await start(cases[j].kind);
+      const s = await start(cases[j].kind, undefined, {}, cases[j].base);
       try {
         await cases[j].run(s).catch(() => 0); // warm-up
         s.child.send('start');
@@ -349,10 +200,15 @@ async function throughput(): Promise<void> {
     console.log(`| ${cases[j].name} | ${median(cpu[j]).toFixed(1)} | ${cpu[j].map((x) => x.toFixed(1)).join(' / ')} | ${ratio} | ${target} |`);
   };
   for (const [j, ceiling, target] of PAIRS) cpuRow(j, ceiling, target);
+  if (AGAINST_BASE.length > 0) {
+    console.log(baseHeading('throughput, and CPU per call as a speed (the base\'s µs / this build\'s)'));
+    console.log('| server | calls/s | CPU per call |\n|---|---:|---:|');
+    for (const [j, b] of AGAINST_BASE) console.log(`| ${cases[j].name} | ${afterBefore(runs[j], runs[b])} | ${afterBefore(cpu[b], cpu[j])} |`);
+  }
 }
 
 async function latency(): Promise<void> {
-  const cases: { name: string; kind: ServerKind; run: (s: { http: number; grpc: number }) => Promise<[number, number]> }[] = [
+  const cases: { name: string; kind: ServerKind; base?: boolean; run: (s: { http: number; grpc: number }) => Promise<[number, number]> }[] = [
     { name: 'gRPC, ratekeeper', kind: 'service', run: (s) => grpcSeq(s.grpc) },
     { name: 'gRPC, bare', kind: 'bare-grpc', run: (s) => grpcSeq(s.grpc) },
     { name: 'HTTP /v1/check, ratekeeper', kind: 'service', run: (s) => httpSeq(s.http, '/v1/check') },
@@ -360,11 +216,19 @@ async function latency(): Promise<void> {
     { name: 'HTTP /v1/check, bare', kind: 'bare-http', run: (s) => httpSeq(s.http, '/v1/check') },
     { name: 'HTTP /json, bare', kind: 'bare-http', run: (s) => httpSeq(s.http, '/json') },
   ];
+  /** AGAINST_BASE — with BENCH_BASE, each service case (0, 2, 3) and its twin on the base build, appended. */
+  const AGAINST_BASE: [number, number][] = [];
+  if (BASE !== undefined) {
+    for (const j of [0, 2, 3]) {
+      AGAINST_BASE.push([j, cases.length]);
+      cases.push({ ...cases[j], name: cases[j].name.replace('ratekeeper', BASE_NAME), base: true });
+    }
+  }
   const runs = cases.map(() => [] as [number, number][]);
   for (let round = 0; round < ROUNDS; round++) {
     for (let k = 0; k < cases.length; k++) {
       const j = (round + k) % cases.length;
-      const s = await start(cases[j].kind);
+      const s = await start(cases[j].kind, undefined, {}, cases[j].base);
       try {
         runs[j].push(await cases[j].run(s));
       } finally {
@@ -383,6 +247,12 @@ async function latency(): Promise<void> {
     const vs = cj === undefined ? '' : `${(p50 / median(runs[cj].map((x) => x[0]))).toFixed(2)}×, ${(p99 / median(runs[cj].map((x) => x[1]))).toFixed(2)}×`;
     console.log(`| ${c.name} | ${p50.toFixed(0)} | ${p99.toFixed(0)} | ${runs[j].map((x) => x[0].toFixed(0)).join(' / ')} | ${vs} |`);
   });
+  if (AGAINST_BASE.length > 0) {
+    console.log(baseHeading('one call at a time, as a speed (the base\'s µs / this build\'s)'));
+    console.log('| server | p50 | p99 |\n|---|---:|---:|');
+    const at = (j: number, k: 0 | 1): number[] => runs[j].map((x) => x[k]);
+    for (const [j, b] of AGAINST_BASE) console.log(`| ${cases[j].name} | ${afterBefore(at(b, 0), at(j, 0))} | ${afterBefore(at(b, 1), at(j, 1))} |`);
+  }
 }
 
 /** LibKind — a library loop run in its own process ('--lib'), placed as the servers are. */
@@ -448,10 +318,10 @@ async function redis(): Promise<void> {
   // library loops, the servers) sits on the other CPU, so each Redis round trip crosses CPUs the same way
   if (PIN) spawnSync('taskset', ['-a', '-p', '-c', LOAD_CPUS, String(server.process!.pid)]);
   type Case = { name: string; run: () => Promise<[number, number]> };
-  const grpcCase = (name: string, kind: ServerKind): Case => ({
+  const grpcCase = (name: string, kind: ServerKind, base = false): Case => ({
     name,
     run: async () => {
-      const s = await start(kind, server.port);
+      const s = await start(kind, server.port, {}, base);
       try {
         return await grpcSeq(s.grpc);
       } finally {
@@ -473,6 +343,8 @@ async function redis(): Promise<void> {
     grpcCase('service, memory', 'service'),
     grpcCase('service, Redis', 'service-redis'),
     libCase('library check(), Redis, in the load process', 'check-redis', true),
+    // with BENCH_BASE: the base build's service on memory (10) and on Redis (11)
+    ...(BASE === undefined ? [] : [grpcCase(`service, memory, ${BASE_NAME}`, 'service', true), grpcCase(`service, Redis, ${BASE_NAME}`, 'service-redis', true)]),
   ];
   const runs = cases.map(() => [] as number[]);
   const idle = cases.map(() => [] as number[]);
@@ -512,188 +384,12 @@ async function redis(): Promise<void> {
   console.log(`\nWhat Redis adds to the service over what it adds to the library's check(): ${(svc / lib1).toFixed(2)}× (target <= 1.3×); ` +
     `over the library's checkAll of 2: ${(svc / lib2).toFixed(2)}×; over a bare gRPC server's one EVALSHA: ${(svc / evalsha).toFixed(2)}× (one GET: ${(svc / get).toFixed(2)}×). ` +
     `The library's check() in the load process: ${here.toFixed(0)} µs.`);
-}
-
-/** scratch — the load process's temporary directory (config, wrk script, gRPC frame), removed when it exits. */
-let scratch: string | undefined;
-function scratchDir(): string {
-  if (scratch === undefined) {
-    scratch = mkdtempSync(join(tmpdir(), 'rk-bench-'));
-    const dir = scratch;
-    process.on('exit', () => rmSync(dir, { recursive: true, force: true }));
+  if (BASE !== undefined) {
+    console.log(baseHeading('gRPC ShouldRateLimit one call at a time, p50 as a speed (the base\'s µs / this build\'s)'));
+    console.log('| store | p50 |\n|---|---:|');
+    console.log(`| memory | ${afterBefore(runs[10], runs[7])} |`);
+    console.log(`| Redis | ${afterBefore(runs[11], runs[8])} |`);
   }
-  return scratch;
-}
-
-/** configFile — the service's configuration (CONFIG), written once into the scratch directory. */
-let config: string | undefined;
-function configFile(): string {
-  if (config === undefined) {
-    config = join(scratchDir(), 'bench.yaml');
-    writeFileSync(config, CONFIG);
-  }
-  return config;
-}
-
-/** OUT_SECONDS, OUT_ROUNDS — each measured run of wrk and h2load (after a warm-up of OUT_WARMUP s), and the rounds. */
-const OUT_SECONDS = Number(process.env.BENCH_OUT_SECONDS ?? 10);
-const OUT_ROUNDS = Number(process.env.BENCH_OUT_ROUNDS ?? 5);
-const OUT_WARMUP = Number(process.env.BENCH_OUT_WARMUP ?? 2);
-/** H2_CLIENTS, H2_STREAMS — h2load's connections and the calls in flight on each. */
-const H2_CLIENTS = Number(process.env.BENCH_H2_CLIENTS ?? 8);
-const H2_STREAMS = Number(process.env.BENCH_H2_STREAMS ?? 8);
-/** LOAD_PIN — the CPUs the outside load generators run on (with the servers pinned), else undefined. */
-const LOAD_PIN = PIN ? LOAD_CPUS : undefined;
-
-/**
- * capture — the service's answers to the first request of each wrk script's kind (its headers in order, less the
- * ones node writes itself, and its body): what the bare HTTP server then answers, byte for byte, so that the load
- * generator reads and parses the same bytes from both.
- */
-async function capture(port: number): Promise<Record<WrkKind, Answer>> {
-  const { request } = await import('node:http');
-  const one = (kind: WrkKind): Promise<Answer> => new Promise((resolve, reject) => {
-    const body = kind === 'check' ? '{"policy":"api","key":"c0"}'
-      : kind === 'json' ? '{"domain":"bench","descriptors":[{"entries":[{"key":"client","value":"c0"}]},{"entries":[{"key":"path","value":"/p0"}]}]}'
-        : undefined;
-    const headers: Record<string, string> = body === undefined
-      ? { 'X-Ratekeeper-Policy': 'api', 'X-Ratekeeper-Key': 'c0' }
-      : { 'Content-Type': 'application/json' };
-    const path = kind === 'check' ? '/v1/check' : kind === 'json' ? '/json' : '/v1/auth';
-    const req = request({ host: '127.0.0.1', port, path, method: body === undefined ? 'GET' : 'POST', headers }, (res) => {
-      let text = '';
-      res.setEncoding('utf8');
-      res.on('data', (d: string) => (text += d));
-      res.on('end', () => {
-        if (res.statusCode !== 200) {
-          reject(new Error(`capture ${path}: ${res.statusCode} ${text}`));
-          return;
-        }
-        const own: [string, string][] = [];
-        for (let i = 0; i < res.rawHeaders.length; i += 2) {
-          const name = res.rawHeaders[i];
-          if (!/^(date|connection|keep-alive|content-length|transfer-encoding)$/i.test(name)) own.push([name, res.rawHeaders[i + 1]]);
-        }
-        resolve({ headers: own, body: text });
-      });
-    });
-    req.on('error', reject);
-    req.end(body);
-  });
-  return { check: await one('check'), json: await one('json'), auth: await one('auth') };
-}
-
-/** Spread — the median of per-round values and their range. */
-function spread(xs: number[], digits = 2): string {
-  return `${median(xs).toFixed(digits)} (${Math.min(...xs).toFixed(digits)}–${Math.max(...xs).toFixed(digits)})`;
-}
-
-/**
- * outsideHttp — wrk against the service (memory store) and a bare node:http server sending the service's own bytes,
- * for POST /v1/check, POST /json (2 descriptors) and GET /v1/auth: each server alone on its core (taskset), wrk on
- * the other, OUT_ROUNDS rounds with the servers alternated, the median (and range) of the per-round ratios, and each
- * server's CPU per request from /proc/<pid>/stat over the measured run.
- */
-async function outsideHttp(): Promise<void> {
-  if (!haveTool('wrk', 'wrk')) return;
-  const script = writeWrkScript(scratchDir());
-  const probe = await start('service');
-  let answers: Record<WrkKind, Answer>;
-  try {
-    answers = await capture(probe.http);
-  } finally {
-    await stop(probe.child);
-  }
-  const kinds: WrkKind[] = ['check', 'json', 'auth'];
-  type Side = 'service' | 'bare';
-  const rate = new Map<string, number[]>();
-  const cpu = new Map<string, number[]>();
-  const push = (m: Map<string, number[]>, k: string, v: number): void => {
-    m.set(k, [...(m.get(k) ?? []), v]);
-  };
-  for (let round = 0; round < OUT_ROUNDS; round++) {
-    for (const kind of kinds) {
-      // alternate which server goes first in each round
-      const sides: Side[] = round % 2 === 0 ? ['service', 'bare'] : ['bare', 'service'];
-      for (const side of sides) {
-        const s = side === 'service' ? await start('service') : await start('bare-http', undefined, { BENCH_ANSWERS: JSON.stringify(answers) });
-        try {
-          await wrk(s.http, kind, OUT_WARMUP, CONNECTIONS, script, LOAD_PIN, false);
-          const before = cpuMicros(s.child.pid!);
-          const r = await wrk(s.http, kind, OUT_SECONDS, CONNECTIONS, script, LOAD_PIN);
-          const used = cpuMicros(s.child.pid!) - before;
-          push(rate, `${side} ${kind}`, r.rate);
-          push(cpu, `${side} ${kind}`, used / r.done);
-        } finally {
-          await stop(s.child);
-        }
-      }
-    }
-    console.error(`wrk round ${round + 1}/${OUT_ROUNDS}: ${kinds.map((k) => `${k} ${fmt(rate.get(`service ${k}`)![round])} vs ${fmt(rate.get(`bare ${k}`)![round])}`).join('; ')}`);
-  }
-  console.log(`\n### wrk: HTTP against a bare node:http server sending the same bytes (wrk -t2 -c${CONNECTIONS}, ${OUT_SECONDS} s per run after ${OUT_WARMUP} s, ${OUT_ROUNDS} rounds, servers alternated)\n`);
-  console.log(PIN ? `Each server alone on CPU ${SERVER_CPU}, wrk on CPU ${LOAD_CPUS}. Ratios: per round, ratekeeper / bare; median (min–max).\n` : 'No CPU pinning. Ratios: per round, ratekeeper / bare; median (min–max).\n');
-  console.log('| endpoint | ratekeeper req/s | bare req/s | throughput ratio | ratekeeper CPU µs/req | bare CPU µs/req | CPU ratio (ratekeeper / bare) | target |');
-  console.log('|---|---:|---:|---:|---:|---:|---:|---|');
-  const names: Record<WrkKind, string> = { check: 'POST /v1/check', json: 'POST /json (2 descriptors)', auth: 'GET /v1/auth' };
-  for (const kind of kinds) {
-    const ours = rate.get(`service ${kind}`)!;
-    const bare = rate.get(`bare ${kind}`)!;
-    const oc = cpu.get(`service ${kind}`)!;
-    const bc = cpu.get(`bare ${kind}`)!;
-    console.log(`| ${names[kind]} | ${fmt(median(ours))} | ${fmt(median(bare))} | ${spread(ours.map((x, i) => x / bare[i]))} | ${spread(oc, 1)} | ${spread(bc, 1)} | ${spread(oc.map((x, i) => x / bc[i]))} | >= 0.8× |`);
-  }
-}
-
-/**
- * outsideGrpc — h2load against the service's ShouldRateLimit (2 descriptors, memory store) and a bare grpc-js server
- * answering a constant RateLimitResponse: OUT_ROUNDS alternating rounds, median of per-round ratios, CPU per call
- * from /proc/<pid>/stat. h2load counts an HTTP 200 as a success whatever the grpc-status trailer says, so each
- * server counts its answers by status: any status but OK, or fewer OK answers than h2load's successes, voids the run.
- */
-async function outsideGrpc(): Promise<void> {
-  if (!haveTool('h2load', 'nghttp2-client')) return;
-  const { rlsService } = await import('../src/server/grpc.js');
-  const message = rlsService().ShouldRateLimit.requestSerialize(rlsRequest(1));
-  const frame = writeGrpcFrame(scratchDir(), message);
-  const answers = async (child: ChildProcess): Promise<{ ok: number; other: number }> => {
-    const got = once(child, 'message');
-    child.send('grpc-answers');
-    return ((await got) as [{ ok: number; other: number }])[0];
-  };
-  const sides = ['service', 'bare-grpc'] as const;
-  const rate: Record<string, number[]> = { service: [], 'bare-grpc': [] };
-  const cpu: Record<string, number[]> = { service: [], 'bare-grpc': [] };
-  for (let round = 0; round < OUT_ROUNDS; round++) {
-    for (const side of round % 2 === 0 ? sides : [...sides].reverse()) {
-      const s = await start(side);
-      try {
-        await h2load(s.grpc, OUT_WARMUP, H2_CLIENTS, H2_STREAMS, frame, LOAD_PIN, false);
-        const before = cpuMicros(s.child.pid!);
-        const counted = await answers(s.child);
-        const r = await h2load(s.grpc, OUT_SECONDS, H2_CLIENTS, H2_STREAMS, frame, LOAD_PIN);
-        const used = cpuMicros(s.child.pid!) - before;
-        const after = await answers(s.child);
-        const ok = after.ok - counted.ok;
-        if (after.other > 0) throw new Error(`h2load ${side}: ${after.other} calls answered with a grpc-status other than OK: the run is void`);
-        // calls in flight when h2load stopped may be answered without being counted by it, never the other way round
-        if (ok < r.done) throw new Error(`h2load ${side}: ${r.done} successes counted by h2load, ${ok} OK answers by the server: the run is void`);
-        rate[side].push(r.rate);
-        cpu[side].push(used / ok);
-      } finally {
-        await stop(s.child);
-      }
-    }
-    console.error(`h2load round ${round + 1}/${OUT_ROUNDS}: ratekeeper ${fmt(rate.service[round])}, bare ${fmt(rate['bare-grpc'][round])} calls/s`);
-  }
-  const ratios = rate.service.map((x, i) => x / rate['bare-grpc'][i]);
-  const cpuRatios = cpu.service.map((x, i) => x / cpu['bare-grpc'][i]);
-  console.log(`\n### h2load: gRPC ShouldRateLimit against a bare grpc-js server (h2load -c${H2_CLIENTS} -m${H2_STREAMS}, ${OUT_SECONDS} s per run after ${OUT_WARMUP} s, ${OUT_ROUNDS} rounds, servers alternated)\n`);
-  console.log('Every answer\'s grpc-status checked by the servers\' own counts (h2load counts any HTTP 200 as a success).\n');
-  console.log('| | ratekeeper | bare grpc-js | ratio: median (min–max) | target |');
-  console.log('|---|---:|---:|---:|---|');
-  console.log(`| calls/s | ${fmt(median(rate.service))} | ${fmt(median(rate['bare-grpc']))} | ${spread(ratios)} | >= 0.9× |`);
-  console.log(`| server CPU µs per call | ${spread(cpu.service, 1)} | ${spread(cpu['bare-grpc'], 1)} | ${spread(cpuRatios)} | <= 1.15× |`);
 }
 
 async function main(): Promise<void> {
@@ -708,15 +404,12 @@ async function main(): Promise<void> {
   if (parts.includes('redis') && process.env.BENCH_REDIS !== '0') await redis();
 }
 
-const at = process.argv.indexOf('--serve');
 const lib = process.argv.indexOf('--lib');
 if (lib !== -1) {
   libSeq(process.argv[lib + 1] as LibKind, Number(process.argv[lib + 2])).then(
     (r) => { process.stdout.write(JSON.stringify(r)); process.exit(0); },
     (e) => { console.error(e); process.exit(1); },
   );
-} else if (at !== -1) {
-  serve(process.argv[at + 1] as ServerKind, process.argv[at + 2] || undefined).catch((e) => { console.error(e); process.exit(1); });
 } else {
   main().then(() => process.exit(0), (e) => { console.error(e); process.exit(1); });
 }

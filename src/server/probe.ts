@@ -9,7 +9,7 @@ import { request } from 'node:http';
 import { request as requestTls } from 'node:https';
 import { parseArgs } from 'node:util';
 import { show } from '../core/errors.js';
-import { ServeUsageError } from './cli.js';
+import { ServeUsageError } from './flagValues.js';
 
 export const HEALTH_HELP = `ratekeeper health — asks a running service's /healthcheck: exit 0 on a 200, 1 otherwise
 

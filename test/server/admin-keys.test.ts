@@ -5,12 +5,9 @@
  * limiter or in every one, on a key never seen yet too, through /v1/check, /json and gRPC alike.
  */
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
-import * as grpc from '@grpc/grpc-js';
-import { startService, type Running } from '../../src/server/serve.js';
-import { rlsClient } from '../../src/server/grpc.js';
+import { describe, test } from 'node:test';
 import type { RlsResponse } from '../../src/server/rls.js';
-import { configFile } from './support.js';
+import { adminService } from './adminService.js';
 
 const CONFIG = `
 domain: edge
@@ -35,27 +32,15 @@ async function json(url: string, init?: RequestInit): Promise<{ status: number; 
 }
 
 describe('the service\'s admin listener speaks the clients\' keys', () => {
-  let running: Running;
-  let client: grpc.Client & { ShouldRateLimit: (req: unknown, cb: (e: grpc.ServiceError | null, r: RlsResponse) => void) => void };
-  before(async () => {
-    running = await startService({ config: configFile(CONFIG), port: 0, grpcPort: 0, host: '127.0.0.1', adminPort: 0, log: () => undefined });
-    const Client = rlsClient();
-    client = new Client(`127.0.0.1:${running.grpcPort}`, grpc.credentials.createInsecure()) as unknown as typeof client;
-  });
-  after(async () => {
-    client.close();
-    await running.close();
-  });
+  const svc = adminService(CONFIG);
 
-  const admin = (path: string, init?: RequestInit): Promise<{ status: number; body: any }> => json(`${running.adminUrl}admin/${path}`, init);
+  const admin = (path: string, init?: RequestInit): Promise<{ status: number; body: any }> => json(`${svc.running.adminUrl}admin/${path}`, init);
   const post = (path: string, body: unknown): Promise<{ status: number; body: any }> => admin(path, { method: 'POST', headers: JSON_HEADERS, body: JSON.stringify(body) });
   const check = (key: string, policy = 'api'): Promise<{ status: number; body: any }> =>
-    json(`http://127.0.0.1:${running.httpPort}/v1/check`, { method: 'POST', headers: JSON_HEADERS, body: JSON.stringify({ policy, key }) });
+    json(`http://127.0.0.1:${svc.running.httpPort}/v1/check`, { method: 'POST', headers: JSON_HEADERS, body: JSON.stringify({ policy, key }) });
   const rlsJson = (ip: string): Promise<{ status: number; body: any }> =>
-    json(`http://127.0.0.1:${running.httpPort}/json`, { method: 'POST', headers: JSON_HEADERS, body: JSON.stringify({ domain: 'edge', descriptors: [{ entries: [{ key: 'remote_address', value: ip }] }] }) });
-  const rlsGrpc = (ip: string): Promise<RlsResponse> => new Promise((resolve, reject) => {
-    client.ShouldRateLimit({ domain: 'edge', descriptors: [{ entries: [{ key: 'remote_address', value: ip }] }] }, (e, r) => (e ? reject(e) : resolve(r)));
-  });
+    json(`http://127.0.0.1:${svc.running.httpPort}/json`, { method: 'POST', headers: JSON_HEADERS, body: JSON.stringify({ domain: 'edge', descriptors: [{ entries: [{ key: 'remote_address', value: ip }] }] }) });
+  const rlsGrpc = (ip: string): Promise<RlsResponse> => svc.shouldRateLimit({ domain: 'edge', descriptors: [{ entries: [{ key: 'remote_address', value: ip }] }] });
 
   test('top lists the key as sent, by limiter; no store encoding appears', async () => {
     for (let i = 0; i < 3; i++) assert.equal((await check('alice')).status, 200);

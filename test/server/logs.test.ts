@@ -46,6 +46,38 @@ function parse(lines: string[]): Line[] {
 }
 
 /** sse — the first `decision` events of GET /admin/events (at most `ms`), as parsed data, and the raw text seen. */
+/**
+ * awayAndBack — a Redis server (or Cluster node) killed while requests flow to `port` (POST /v1/check of policy
+ * `login`, one every 10 ms, keys `k0`…`k<keys - 1>`, at most `most`), kept away about 1.5 s after the down line and
+ * restarted; resolves 1.5 s after the up line (more probes and requests, to show no further line) with every log
+ * line parsed, the down and up lines, when it was killed and restarted (epoch ms) and how many requests were answered.
+ */
+async function awayAndBack(o: { port: number; lines: string[]; server: { kill(): Promise<unknown>; spawn(): Promise<unknown> }; keys: number; most: number; leadMs: number; upWithinMs: number }): Promise<{ all: Line[]; down: Line[]; up: Line[]; killedAt: number; backAt: number; sent: number }> {
+  let stop = false;
+  let sent = 0;
+  const load = (async () => {
+    for (let i = 0; i < o.most && !stop; i++) {
+      await http(o.port, 'POST', '/v1/check', { policy: 'login', key: `k${i % o.keys}` }, { timeoutMs: 5000 });
+      sent++;
+      await sleep(10);
+    }
+  })();
+  await sleep(o.leadMs);
+  await o.server.kill();
+  const killedAt = Date.now();
+  await waitFor('the down line', () => parse(o.lines).some((l) => l.event === 'store_down'), 8000);
+  const AWAY = 1500;
+  await sleep(Math.max(0, AWAY - (Date.now() - killedAt)));
+  await o.server.spawn();
+  const backAt = Date.now();
+  await waitFor('the up line', () => parse(o.lines).some((l) => l.event === 'store_up'), o.upWithinMs);
+  await sleep(1500); // more probes and requests: no further line
+  stop = true;
+  await load;
+  const all = parse(o.lines);
+  return { all, down: all.filter((l) => l.event === 'store_down'), up: all.filter((l) => l.event === 'store_up'), killedAt, backAt, sent };
+}
+
 function sse(url: string, want: number, ms: number): Promise<{ events: Record<string, unknown>[]; raw: string }> {
   return new Promise((resolve, reject) => {
     let raw = '';
@@ -205,31 +237,7 @@ describe('logs: a Redis server going away and coming back', () => {
     assert.equal(startup.onStoreError, 'memory');
     assert.ok(!lines.join('\n').includes('hunter2'), 'no password in the log');
     // requests keep coming during the outage: still one line each way
-    const port = r.httpPort!;
-    let stop = false;
-    let sent = 0;
-    const load = (async () => {
-      for (let i = 0; i < 2000 && !stop; i++) {
-        await http(port, 'POST', '/v1/check', { policy: 'login', key: `k${i % 20}` }, { timeoutMs: 5000 });
-        sent++;
-        await sleep(10);
-      }
-    })();
-    await sleep(300);
-    await redis.kill();
-    const killedAt = Date.now();
-    await waitFor('the down line', () => parse(lines).some((o) => o.event === 'store_down'), 8000);
-    const AWAY = 1500;
-    await sleep(Math.max(0, AWAY - (Date.now() - killedAt)));
-    await redis.spawn();
-    const backAt = Date.now();
-    await waitFor('the up line', () => parse(lines).some((o) => o.event === 'store_up'), 10_000);
-    await sleep(1500); // more probes and requests: no further line
-    stop = true;
-    await load;
-    const all = parse(lines);
-    const down = all.filter((o) => o.event === 'store_down');
-    const up = all.filter((o) => o.event === 'store_up');
+    const { all, down, up, killedAt, backAt, sent } = await awayAndBack({ port: r.httpPort!, lines, server: redis, keys: 20, most: 2000, leadMs: 300, upWithinMs: 10_000 });
     assert.equal(down.length, 1, lines.join('\n'));
     assert.equal(up.length, 1, lines.join('\n'));
     assert.equal(down[0].level, 'warning');
@@ -292,28 +300,8 @@ describe('logs: a Cluster master going away and coming back', () => {
     await waitFor('the masters probed', async () => (await http(r!.httpPort!, 'GET', '/healthcheck')).status === 200, 5000);
     await sleep(1200);
     // requests on many keys (every master's slots): the client finds the restarted master again through them
-    const port = r.httpPort!;
-    let stop = false;
-    const load = (async () => {
-      for (let i = 0; i < 3000 && !stop; i++) {
-        await http(port, 'POST', '/v1/check', { policy: 'login', key: `k${i % 50}` }, { timeoutMs: 5000 });
-        await sleep(10);
-      }
-    })();
     const victim = cluster.nodes[1];
-    await victim.kill();
-    const killedAt = Date.now();
-    await waitFor('the down line', () => parse(lines).some((o) => o.event === 'store_down'), 8000);
-    await sleep(Math.max(0, 1500 - (Date.now() - killedAt)));
-    await victim.spawn();
-    const backAt = Date.now();
-    await waitFor('the up line', () => parse(lines).some((o) => o.event === 'store_up'), 15_000);
-    await sleep(1500);
-    stop = true;
-    await load;
-    const all = parse(lines);
-    const down = all.filter((o) => o.event === 'store_down');
-    const up = all.filter((o) => o.event === 'store_up');
+    const { down, up, killedAt, backAt } = await awayAndBack({ port: r.httpPort!, lines, server: victim, keys: 50, most: 3000, leadMs: 0, upWithinMs: 15_000 });
     assert.equal(down.length, 1, lines.join('\n'));
     assert.equal(up.length, 1, lines.join('\n'));
     assert.equal(down[0].node, `127.0.0.1:${victim.port}`);

@@ -1,10 +1,9 @@
 /**
- * test/server/many — configurations of many limits, and `ratekeeper serve` run on them as a real process, for the
- * tests and the bench of issue 15 §4 (memory per limit, time to ready, reloads of many limits).
+ * test/server/many — configurations of many limits, and what a process costs (RSS, CPU time), for the tests and the
+ * bench of issue 15 §4 (memory per limit, time to ready, reloads of many limits); the service process itself is
+ * procs.ts's serve().
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { CLI, LISTENING } from './procs.js';
 
 /** ALGORITHMS — what the generated limits cycle through, so that every state shape is represented. */
 const ALGORITHMS = ['fixedWindow', 'slidingWindow', 'tokenBucket', 'gcra', 'slidingLog', 'earrrl'] as const;
@@ -24,58 +23,6 @@ export function manyLimits(n: number, base = 100): string {
   lines.push('policies:');
   for (let i = 0; i < Math.ceil(n / 10); i++) lines.push(`  p${i}: { rules: '${10 + (base % 90)}/min' }`);
   return `${lines.join('\n')}\n`;
-}
-
-/** Started — a `ratekeeper serve` process with every listener up. */
-export interface Started {
-  proc: ChildProcess;
-  http: number;
-  grpc: number;
-  /** readyMs — ms from spawn to the last listener's log line. */
-  readyMs: number;
-  log: string[];
-  kill(): void;
-}
-
-/**
- * serveMany — spawns `ratekeeper serve` on `config` with the admin listener on (port 0) or off, and waits (at most
- * `timeoutMs`) until every listener has logged.
- */
-export function serveMany(config: string, admin: boolean, timeoutMs = 60_000, extraArgs: string[] = []): Promise<Started> {
-  const t0 = performance.now();
-  const args = [CLI, 'serve', '--config', config, '--port', '0', '--grpc-port', '0', '--admin-port', admin ? '0' : 'off', ...extraArgs];
-  const proc = spawn(process.execPath, args, { stdio: ['ignore', 'ignore', 'pipe'] });
-  const kill = (): void => void proc.kill('SIGKILL');
-  process.once('exit', kill);
-  const log: string[] = [];
-  return new Promise((resolve, reject) => {
-    const ports: Record<string, number> = {};
-    let adminUp = !admin;
-    let rest = '';
-    const timer = setTimeout(() => {
-      kill();
-      reject(new Error(`ratekeeper serve was not ready within ${timeoutMs} ms:\n${log.join('\n')}`));
-    }, timeoutMs);
-    proc.stderr!.setEncoding('utf8').on('data', (s: string) => {
-      rest += s;
-      const lines = rest.split('\n');
-      rest = lines.pop()!;
-      for (const line of lines) {
-        log.push(line);
-        const m = LISTENING.exec(line);
-        if (m !== null) ports[m[1]] = Number(m[2]);
-        if (line.startsWith('ratekeeper: admin listening on ')) adminUp = true;
-      }
-      if (ports.http !== undefined && ports.grpc !== undefined && adminUp) {
-        clearTimeout(timer);
-        resolve({ proc, http: ports.http, grpc: ports.grpc, readyMs: performance.now() - t0, log, kill });
-      }
-    });
-    proc.once('exit', (code, signal) => {
-      clearTimeout(timer);
-      reject(new Error(`ratekeeper serve exited (${code ?? signal}) before it was ready:\n${log.join('\n')}${rest}`));
-    });
-  });
 }
 
 /** rssMb — a process's resident set now, in MB (Linux /proc). */

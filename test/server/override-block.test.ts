@@ -5,12 +5,9 @@
  * 999 remaining (the request's own limit is its own limiter, which had no block). Real service, /json and gRPC.
  */
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
-import * as grpc from '@grpc/grpc-js';
-import { startService, type Running } from '../../src/server/serve.js';
-import { rlsClient } from '../../src/server/grpc.js';
+import { describe, test } from 'node:test';
 import type { RlsResponse } from '../../src/server/rls.js';
-import { configFile } from './support.js';
+import { adminService } from './adminService.js';
 
 const CONFIG = `
 domain: edge
@@ -21,26 +18,14 @@ descriptors:
 const JSON_HEADERS = { 'content-type': 'application/json' };
 
 describe('a block or exemption holds whatever limit the request carries', () => {
-  let running: Running;
-  let client: grpc.Client & { ShouldRateLimit: (req: unknown, cb: (e: grpc.ServiceError | null, r: RlsResponse) => void) => void };
-  before(async () => {
-    running = await startService({ config: configFile(CONFIG), port: 0, grpcPort: 0, host: '127.0.0.1', adminPort: 0, log: () => undefined });
-    const Client = rlsClient();
-    client = new Client(`127.0.0.1:${running.grpcPort}`, grpc.credentials.createInsecure()) as unknown as typeof client;
-  });
-  after(async () => {
-    client.close();
-    await running.close();
-  });
+  const svc = adminService(CONFIG);
 
   const admin = async (path: string, body: unknown): Promise<number> =>
-    (await fetch(`${running.adminUrl}admin/${path}`, { method: 'POST', headers: JSON_HEADERS, body: JSON.stringify(body) })).status;
+    (await fetch(`${svc.running.adminUrl}admin/${path}`, { method: 'POST', headers: JSON_HEADERS, body: JSON.stringify(body) })).status;
   const desc = (ip: string, own: boolean): unknown => ({ entries: [{ key: 'remote_address', value: ip }], ...(own ? { limit: { requests_per_unit: 1000, unit: 'SECOND' } } : {}) });
   const viaJson = async (ip: string, own: boolean): Promise<any> =>
-    (await fetch(`http://127.0.0.1:${running.httpPort}/json`, { method: 'POST', headers: JSON_HEADERS, body: JSON.stringify({ domain: 'edge', descriptors: [desc(ip, own)] }) })).json();
-  const viaGrpc = (ip: string, own: boolean): Promise<RlsResponse> => new Promise((resolve, reject) => {
-    client.ShouldRateLimit({ domain: 'edge', descriptors: [desc(ip, own)] }, (e, r) => (e ? reject(e) : resolve(r)));
-  });
+    (await fetch(`http://127.0.0.1:${svc.running.httpPort}/json`, { method: 'POST', headers: JSON_HEADERS, body: JSON.stringify({ domain: 'edge', descriptors: [desc(ip, own)] }) })).json();
+  const viaGrpc = (ip: string, own: boolean): Promise<RlsResponse> => svc.shouldRateLimit({ domain: 'edge', descriptors: [desc(ip, own)] });
 
   test('a blocked client is refused with its own limit too, through /json and gRPC, and charged nothing', async () => {
     assert.equal(await admin('blocks', { key: '6.6.6.6', reason: 'abuse' }), 201);
@@ -50,7 +35,7 @@ describe('a block or exemption holds whatever limit the request carries', () => 
     assert.equal(own.statuses[0].code, 'OVER_LIMIT');
     assert.equal((await viaGrpc('6.6.6.6', true)).overall_code, 'OVER_LIMIT');
     // unblocked: the request's own limit was charged nothing while blocked
-    const del = await fetch(`${running.adminUrl}admin/blocks/6.6.6.6`, { method: 'DELETE', headers: JSON_HEADERS });
+    const del = await fetch(`${svc.running.adminUrl}admin/blocks/6.6.6.6`, { method: 'DELETE', headers: JSON_HEADERS });
     assert.equal(del.status, 200);
     const after = await viaJson('6.6.6.6', true);
     assert.equal(after.overallCode, 'OK');
@@ -61,7 +46,7 @@ describe('a block or exemption holds whatever limit the request carries', () => 
     assert.equal(await admin('exemptions', { key: '7.7.7.7', reason: 'monitor' }), 201);
     const tight = (ip: string): unknown => ({ entries: [{ key: 'remote_address', value: ip }], limit: { requests_per_unit: 1, unit: 'MINUTE' } });
     const send = async (ip: string): Promise<any> =>
-      (await fetch(`http://127.0.0.1:${running.httpPort}/json`, { method: 'POST', headers: JSON_HEADERS, body: JSON.stringify({ domain: 'edge', descriptors: [tight(ip)] }) })).json();
+      (await fetch(`http://127.0.0.1:${svc.running.httpPort}/json`, { method: 'POST', headers: JSON_HEADERS, body: JSON.stringify({ domain: 'edge', descriptors: [tight(ip)] }) })).json();
     for (let i = 0; i < 3; i++) assert.equal((await send('7.7.7.7')).overallCode, 'OK', `exempt, call ${i + 1}`);
     assert.equal((await send('8.8.8.8')).overallCode, 'OK');
     assert.equal((await send('8.8.8.8')).overallCode, 'OVER_LIMIT', 'not exempt: 1/min');

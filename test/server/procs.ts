@@ -29,14 +29,14 @@ export function run(args: string[], env: NodeJS.ProcessEnv = {}): Promise<{ code
   });
 }
 
-/** Served — a `ratekeeper serve` process with both listeners up. */
+/** Served — a `ratekeeper serve` process with its listeners up. */
 export interface Served {
   proc: ChildProcess;
   http: number;
   grpc: number;
   /** log — its stderr so far, line by line. */
   log: string[];
-  /** startMs — ms from spawn to both listeners logged. */
+  /** startMs — ms from spawn to the last listener's log line. */
   startMs: number;
   /** exited — resolves with the exit code (or the signal) once the process is gone. */
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
@@ -44,20 +44,34 @@ export interface Served {
   kill(): void;
 }
 
-/** serve — spawns `ratekeeper serve --port 0 --grpc-port 0 …args` and waits for both listeners' log lines. */
-export function serve(args: string[], env: NodeJS.ProcessEnv = {}): Promise<Served> {
+/** ServeWait — how serve() waits: for the admin listener too, and for how long. */
+export interface ServeWait {
+  /** admin — the admin listener on (a free port) and waited for too. @default false (--admin-port off) */
+  admin?: boolean;
+  /** timeoutMs — ms the listeners may take to log. @default 10_000 */
+  timeoutMs?: number;
+}
+
+/**
+ * serve — spawns `ratekeeper serve --port 0 --grpc-port 0 --admin-port off …args` (`--admin-port 0` with
+ * `wait.admin`) and waits for every listener's log line.
+ */
+export function serve(args: string[], env: NodeJS.ProcessEnv = {}, wait: ServeWait = {}): Promise<Served> {
   const t0 = performance.now();
-  const proc = spawn(process.execPath, [CLI, 'serve', '--port', '0', '--grpc-port', '0', '--admin-port', 'off', ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const admin = wait.admin ?? false;
+  const timeoutMs = wait.timeoutMs ?? 10_000;
+  const proc = spawn(process.execPath, [CLI, 'serve', '--port', '0', '--grpc-port', '0', '--admin-port', admin ? '0' : 'off', ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   const log: string[] = [];
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => proc.once('exit', (code, signal) => resolve({ code, signal })));
   process.once('exit', () => proc.kill('SIGKILL'));
   return new Promise((resolve, reject) => {
     const ports: Record<string, number> = {};
+    let adminUp = !admin;
     let rest = '';
     const timer = setTimeout(() => {
       proc.kill('SIGKILL');
-      reject(new Error(`ratekeeper serve did not log both listeners within 10 s:\n${log.join('\n')}`));
-    }, 10_000);
+      reject(new Error(`ratekeeper serve did not log ${admin ? 'every listener' : 'both listeners'} within ${timeoutMs / 1000} s:\n${log.join('\n')}`));
+    }, timeoutMs);
     proc.stdout!.resume();
     proc.stderr!.setEncoding('utf8').on('data', (s: string) => {
       rest += s;
@@ -67,8 +81,9 @@ export function serve(args: string[], env: NodeJS.ProcessEnv = {}): Promise<Serv
         log.push(line);
         const m = LISTENING.exec(line);
         if (m !== null) ports[m[1]] = Number(m[2]);
+        if (line.startsWith('ratekeeper: admin listening on ')) adminUp = true;
       }
-      if (ports.http !== undefined && ports.grpc !== undefined) {
+      if (ports.http !== undefined && ports.grpc !== undefined && adminUp) {
         clearTimeout(timer);
         resolve({ proc, http: ports.http, grpc: ports.grpc, log, startMs: performance.now() - t0, exited, kill: () => proc.kill('SIGKILL') });
       }

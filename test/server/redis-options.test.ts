@@ -6,7 +6,8 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { serveOptions, SERVE_HELP } from '../../src/server/cli.js';
+import { serveOptions } from '../../src/server/cli.js';
+import { SERVE_HELP } from '../../src/server/serveHelp.js';
 import { describeStore, goDuration, parseRedisUrl, redisPlan, splitAuth } from '../../src/server/redisOptions.js';
 import type { ServeOptions } from '../../src/server/serve.js';
 import { redisStore } from '../../src/stores/redis/index.js';
