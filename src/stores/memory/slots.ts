@@ -116,14 +116,6 @@ export abstract class Slots {
     return slot;
   }
 
-  /** touch — `slot` moved to the front of list `to` (NORMAL or PENALTY), where its latest decision puts it. */
-  protected touch(slot: number, to: number): void {
-    if (this.mru[to] !== slot || this.list[slot] !== to) {
-      this.unlink(slot);
-      this.pushFront(slot, to);
-    }
-  }
-
   /**
    * victim — the slot a new client takes when the table is full: a client in penalty whose penalty is over (among the
    * PENALTY_LOOK least recently used in penalty: penalties do not end in the order they began — a refusal of cost 2,
@@ -136,7 +128,8 @@ export abstract class Slots {
     return this.lru[NORMAL] !== NONE ? this.lru[NORMAL] : this.lru[PENALTY];
   }
 
-  private unlink(slot: number): void {
+  /** unlink — `slot` taken off its list. */
+  protected unlink(slot: number): void {
     const l = this.list[slot];
     const n = this.newer[slot];
     const o = this.older[slot];
@@ -146,7 +139,8 @@ export abstract class Slots {
     else this.newer[o] = n;
   }
 
-  private pushFront(slot: number, l: number): void {
+  /** pushFront — `slot` put at the front (most recently used) of list `l`. */
+  protected pushFront(slot: number, l: number): void {
     const m = this.mru[l];
     this.list[slot] = l;
     this.newer[slot] = NONE;

@@ -70,7 +70,11 @@ export class MemoryTable extends Slots implements BoundStore {
     }
     if (override === undefined && this.policy.autoBlocks(d, cost)) this.ov.auto(key, t, this.policy.blockFor, this.policy.autoBlocked(d));
     // the LRU move, onto the list this decision puts the client on
-    this.touch(slot, d.allowed || d.reason !== 'limited' ? NORMAL : PENALTY);
+    const to = d.allowed || d.reason !== 'limited' ? NORMAL : PENALTY;
+    if (this.mru[to] !== slot || this.list[slot] !== to) {
+      this.unlink(slot);
+      this.pushFront(slot, to);
+    }
     return d;
   }
 
