@@ -95,7 +95,14 @@ export class Limiter implements Combinable {
     }
     this.clock = clock;
     const monotonic = clock.monotonic;
-    this.read = monotonic === undefined ? () => clock.now() : anchoredClock(() => clock.now(), () => monotonic.call(clock));
+    if (options.clock === undefined) {
+      // the default clock in one closure (anchoredClock's arithmetic, without its two wrapper calls): read every check
+      const perf = performance;
+      const anchor = Date.now() - perf.now();
+      this.read = () => anchor + perf.now();
+    } else {
+      this.read = monotonic === undefined ? () => clock.now() : anchoredClock(() => clock.now(), () => monotonic.call(clock));
+    }
     const store = options.store ?? new MemoryStore();
     if (typeof store !== 'object' || store === null || typeof (store as Store).attach !== 'function') {
       throw new RatekeeperError(`store must be a ratekeeper store such as memoryStore() or redisStore({ client }), got ${show(store)}`);
@@ -207,17 +214,19 @@ export class Limiter implements Combinable {
   /** check — decides one request of `key` and charges it when admitted. Rejects only on misuse (bad key, cost or now). */
   check(key: string, options?: CheckOptions): Promise<Decision> {
     try {
-      const cost = cost_(options, 'check');
+      const cost = options === undefined ? 1 : cost_(options, 'check');
       const k = key_(key);
-      const now = this.time(options);
+      // the bound store read once (its getter completes a pending takeover), the time as `time()` gives it
+      const bound = this.bound;
+      const now = options !== undefined && options.now !== undefined ? this.time(options) : bound.ownClock ? undefined : this.tick();
       const cache = this.denialCache;
       const obs = this.observer;
       if (cache !== undefined) {
         const p = this.cached(cache, k, cost, now, now ?? this.tick());
         return obs === undefined ? p : this.observed(obs, p, k, cost, now);
       }
-      const d = this.bound.evaluate(k, cost, now);
-      if (this.bound.sync) {
+      const d = bound.evaluate(k, cost, now);
+      if (bound.sync) {
         if (obs !== undefined) obs.record(k, cost, d as Decision, now as number);
         return Promise.resolve(d as Decision);
       }
@@ -248,11 +257,12 @@ export class Limiter implements Combinable {
 
   /** checkSync — `check` without the promise, for synchronous stores. Throws on misuse or an asynchronous store. */
   checkSync(key: string, options?: CheckOptions): Decision {
-    if (!this.bound.sync) throw new RatekeeperError(`checkSync needs a synchronous store such as memoryStore(); use check() with this one`, 'ERR_ARGUMENT');
-    const cost = cost_(options, 'checkSync');
+    const bound = this.bound;
+    if (!bound.sync) throw new RatekeeperError(`checkSync needs a synchronous store such as memoryStore(); use check() with this one`, 'ERR_ARGUMENT');
+    const cost = options === undefined ? 1 : cost_(options, 'checkSync');
     const k = key_(key);
-    const now = this.time(options) as number;
-    const d = this.bound.evaluate(k, cost, now) as Decision;
+    const now = (options !== undefined && options.now !== undefined ? this.time(options) : bound.ownClock ? undefined : this.tick()) as number;
+    const d = bound.evaluate(k, cost, now) as Decision;
     if (this.observer !== undefined) this.observer.record(k, cost, d, now);
     return d;
   }
