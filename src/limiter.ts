@@ -5,7 +5,7 @@
  * (limiter/options.ts) and the view checkAll has of a limiter (limiter/combinable.ts) live beside it; the methods
  * here that delegate to them are one line each.
  */
-import type { Clock, Decision } from './core/types.js';
+import type { Decision } from './core/types.js';
 import { Policy } from './core/policy.js';
 import { parseRules } from './core/rules.js';
 import { MAX_TIME } from './core/duration.js';
@@ -67,7 +67,6 @@ export class Limiter implements Combinable {
   private predecessor: Limiter | undefined = undefined;
   /** predecessorAt — ms: the time of that takeover's conversion (when it was asked for); NaN: the store's own clock. */
   private predecessorAt = Number.NaN;
-  private readonly clock: Clock;
   /** read — the clock as the façade reads it: anchored to a monotonic source when there is one, else clock.now(). */
   private readonly read: () => number;
   /** last — the latest time read; a clock that steps back is clamped to it. */
@@ -93,14 +92,13 @@ export class Limiter implements Combinable {
     if (clock.monotonic !== undefined && typeof clock.monotonic !== 'function') {
       throw new RatekeeperError(`clock.monotonic must be a function returning ms, got ${show(clock.monotonic)}`);
     }
-    this.clock = clock;
-    const monotonic = clock.monotonic;
     if (options.clock === undefined) {
       // the default clock in one closure (anchoredClock's arithmetic, without its two wrapper calls): read every check
       const perf = performance;
       const anchor = Date.now() - perf.now();
       this.read = () => anchor + perf.now();
     } else {
+      const monotonic = clock.monotonic;
       this.read = monotonic === undefined ? () => clock.now() : anchoredClock(() => clock.now(), () => monotonic.call(clock));
     }
     const store = options.store ?? new MemoryStore();
@@ -355,42 +353,35 @@ export class Limiter implements Combinable {
   /** listing — the latest listing of a shared store's overrides (limiter/listing.ts), dropped by every change made here. */
   private readonly listing = new Listing();
 
-  // Combinable: what checkAll sees of a limiter (limiter/combinable.ts). @internal
+  // Combinable: what checkAll sees of a limiter (limiter/combinable.ts, where each is documented). @internal
 
-  /** cachesDenials — see Combinable. @internal */
   get cachesDenials(): boolean {
     return this.denialCache !== undefined;
   }
 
-  /** denialEpoch — see Combinable. @internal */
   get denialEpoch(): number {
     return this.denialCache?.epoch ?? 0;
   }
 
-  /** denied — see Combinable. @internal */
   denied(key: string, cost: number, at: number): Decision | undefined {
     const hit = this.denialCache?.get(key, cost, at);
     if (hit !== undefined) this.observer?.record(key, cost, hit, at);
     return hit;
   }
 
-  /** remember — see Combinable. @internal */
   remember(key: string, cost: number, at: number, d: Decision, epoch: number): void {
     this.denialCache?.put(key, cost, at, d, epoch);
   }
 
-  /** record — see Combinable. @internal */
   record(key: string, cost: number, d: Decision, at: number | undefined): void {
     const obs = this.observer;
     if (obs !== undefined) obs.record(key, cost, d, at ?? this.tick());
   }
 
-  /** unasked — see Combinable. @internal */
   unasked(): Decision {
     return unasked(this.policy);
   }
 
-  /** vetoed — see Combinable. @internal */
   vetoed(d: Decision, after: Decision): Decision {
     return vetoed(this.policy, d, after);
   }
