@@ -249,7 +249,9 @@ async function calls(): Promise<void> {
 async function ceiling(): Promise<void> {
   type Lib = { limiter: typeof limiter; rules: typeof rules; memoryStore: typeof memoryStore };
   const libs: [string, Lib][] = [['check() (this build)', { limiter, rules, memoryStore }]];
-  if (process.env.BENCH_BASELINE) libs.push(['check() (baseline)', (await import(process.env.BENCH_BASELINE)) as Lib]);
+  for (const [i, path] of (process.env.BENCH_BASELINE ?? '').split(',').filter((x) => x !== '').entries()) {
+    libs.push([`check() (baseline ${i + 1}: ${path})`, (await import(path)) as Lib]);
+  }
   const map = new MapGcra(1e-9, 1e3);
   const ceil: Contender = ['map', async (n) => { for (let i = 0; i < n; i++) await Promise.resolve(map.decide(keys[i])); }];
   const checks = libs.map(([name, lib]): Contender => {
@@ -273,9 +275,28 @@ async function ceiling(): Promise<void> {
   checks.forEach(([name], i) => console.log(`| ${name} | ${ratios[i].map((x) => x.toFixed(3)).join(' ')} | ${spread(ratios[i])} |`));
 }
 
+/**
+ * instructions — BENCH_N × 100 000 awaited checks of one contender (BENCH_CONTENDER: 'check', the default, or 'map':
+ * the minimal Map GCRA returning a decision object) and nothing else, for an instruction counter that a shared
+ * machine's load does not move: run it under `valgrind --tool=cachegrind --cache-sim=no --smc-check=all-non-file`
+ * with BENCH_N=5 and BENCH_N=0, and divide the difference by 500 000 (docs/limiter.md, *The hot path*).
+ */
+async function instructions(): Promise<void> {
+  const n = Number(process.env.BENCH_N ?? 5);
+  const lib = process.env.BENCH_BASELINE ? ((await import(process.env.BENCH_BASELINE)) as { limiter: typeof limiter; rules: typeof rules; memoryStore: typeof memoryStore }) : { limiter, rules, memoryStore };
+  if (process.env.BENCH_CONTENDER === 'map') {
+    const map = new MapGcra(1e-9, 1e3);
+    for (let r = 0; r < n; r++) for (let i = 0; i < KEYS; i++) await Promise.resolve(map.decide(keys[i]));
+    return;
+  }
+  const one = lib.limiter({ rules: [lib.rules.gcra(huge)], store: lib.memoryStore({ maxKeys: 2 * KEYS }) });
+  for (let r = 0; r < n; r++) for (let i = 0; i < KEYS; i++) await one.check(keys[i]);
+}
+
 console.log(`node ${process.version}, ${RUN_MS} ms × best of ${ROUNDS} per row\n`);
-const only = process.env.BENCH_ONLY; // 'throughput', 'calls', 'memory' or 'ceiling': one part of the suite
+const only = process.env.BENCH_ONLY; // 'throughput', 'calls', 'memory', 'ceiling' or 'instructions': one part of the suite
 if (only === 'ceiling') await ceiling();
+if (only === 'instructions') await instructions();
 if (only === undefined || only === 'throughput') await throughput();
 console.log();
 if (only === undefined || only === 'calls') await calls();
