@@ -5,6 +5,7 @@
  * `BENCH_BASE=<another checkout>` (bench/base.ts) that build's check(), checkSync() and a 4-rule checkSync() race in
  * the same rounds, and the calls part runs on both: this build / base, median and spread of per-round ratios.
  */
+import os from 'node:os';
 import { RateLimiterMemory } from 'rate-limiter-flexible';
 import { limiter, rules, memoryStore, type RuleConfig } from '../src/index.js';
 import { afterBefore, BASE, BASE_NAME, baseHeading, baseImport } from './base.js';
@@ -59,10 +60,10 @@ type Contender = [name: string, batch: (n: number) => unknown | Promise<unknown>
  * race — every contender warmed up, then ROUNDS rounds in which each runs for about RUN_MS in turn (A B C … A B C …),
  * best round of each kept: no contender is favoured by running first, or last, on a machine whose speed drifts.
  */
-async function race(contenders: Contender[], n = KEYS): Promise<[string, Speed][]> {
+async function race(contenders: Contender[], n = KEYS, rounds = ROUNDS): Promise<[string, Speed][]> {
   for (const [, batch] of contenders) await batch(n); // warm-up: every key seen once
   const best = contenders.map((): Speed => ({ wall: 0, cpu: 0, rounds: [] }));
-  for (let r = 0; r < ROUNDS; r++) {
+  for (let r = 0; r < rounds; r++) {
     for (let c = 0; c < contenders.length; c++) {
       gc?.();
       const batch = contenders[c][1];
@@ -83,6 +84,12 @@ async function race(contenders: Contender[], n = KEYS): Promise<[string, Speed][
     }
   }
   return contenders.map(([name], c) => [name, best[c]]);
+}
+
+/** spread — the median of per-round ratios, with their least and greatest: `0.95× (0.91 – 0.99)`. */
+function spread(ratios: number[]): string {
+  const sorted = [...ratios].sort((x, y) => x - y);
+  return `${sorted[Math.floor(sorted.length / 2)].toFixed(3)}× (${sorted[0].toFixed(3)} – ${sorted[sorted.length - 1].toFixed(3)})`;
 }
 
 const fmt = (x: number) => (x >= 1e6 ? `${(x / 1e6).toFixed(2)} M/s` : `${(x / 1e3).toFixed(0)} k/s`);
@@ -263,8 +270,62 @@ async function calls(): Promise<void> {
   }
 }
 
+/**
+ * ceiling — the awaited check() against the awaited minimal Map GCRA returning a decision object, alone, in
+ * BENCH_ROUNDS alternating rounds (check first in odd rounds, second in even ones); each round's ratio of ops per
+ * CPU-second, then their median and spread: the issue's ">= 0.9× in every run" measured as one figure per run.
+ */
+async function ceiling(): Promise<void> {
+  type Lib = { limiter: typeof limiter; rules: typeof rules; memoryStore: typeof memoryStore };
+  const libs: [string, Lib][] = [['check() (this build)', { limiter, rules, memoryStore }]];
+  for (const [i, path] of (process.env.BENCH_BASELINE ?? '').split(',').filter((x) => x !== '').entries()) {
+    libs.push([`check() (baseline ${i + 1}: ${path})`, (await import(path)) as Lib]);
+  }
+  const map = new MapGcra(1e-9, 1e3);
+  const ceil: Contender = ['map', async (n) => { for (let i = 0; i < n; i++) await Promise.resolve(map.decide(keys[i])); }];
+  const checks = libs.map(([name, lib]): Contender => {
+    const one = lib.limiter({ rules: [lib.rules.gcra(huge)], store: lib.memoryStore({ maxKeys: 2 * KEYS }) });
+    return [name, async (n) => { for (let i = 0; i < n; i++) await one.check(keys[i]); }];
+  });
+  // as in the whole suite, every algorithm (and a 4-rule policy) has decided in this process first: the shared code
+  // of the policy and the store has seen every rule kind, which is where the full run measures check()
+  for (const rule of [rules.fixedWindow(huge), rules.slidingWindow(huge), rules.slidingLog(huge), rules.tokenBucket(huge), rules.leakyBucket(huge), rules.earrrl({ ...huge, halfLife: '10s' }), rules.exponential(huge)]) {
+    const l = limiter({ rules: [rule], store: memoryStore({ maxKeys: 2 * KEYS }) });
+    for (let k = 0; k < 3; k++) for (let i = 0; i < KEYS; i++) l.checkSync(keys[i]);
+  }
+  const ratios = checks.map((): number[] => []);
+  for (let r = 0; r < ROUNDS; r++) {
+    const order = r % 2 === 0 ? [...checks, ceil] : [ceil, ...checks].reverse();
+    const speeds = new Map((await race(order, KEYS, 1)).map(([name, s]) => [name, s.cpu]));
+    checks.forEach(([name], i) => ratios[i].push(speeds.get(name)! / speeds.get('map')!));
+  }
+  console.log(`| check() / minimal Map GCRA made async, returning a decision object (ops per CPU-second, ${ROUNDS} alternating rounds, load average ${os.loadavg()[0].toFixed(1)}) | per round | median (min – max) |`);
+  console.log('|---|---|---|');
+  checks.forEach(([name], i) => console.log(`| ${name} | ${ratios[i].map((x) => x.toFixed(3)).join(' ')} | ${spread(ratios[i])} |`));
+}
+
+/**
+ * instructions — BENCH_N × 100 000 awaited checks of one contender (BENCH_CONTENDER: 'check', the default, or 'map':
+ * the minimal Map GCRA returning a decision object) and nothing else, for an instruction counter that a shared
+ * machine's load does not move: run it under `valgrind --tool=cachegrind --cache-sim=no --smc-check=all-non-file`
+ * with BENCH_N=5 and BENCH_N=0, and divide the difference by 500 000 (docs/limiter.md, *The hot path*).
+ */
+async function instructions(): Promise<void> {
+  const n = Number(process.env.BENCH_N ?? 5);
+  const lib = process.env.BENCH_BASELINE ? ((await import(process.env.BENCH_BASELINE)) as { limiter: typeof limiter; rules: typeof rules; memoryStore: typeof memoryStore }) : { limiter, rules, memoryStore };
+  if (process.env.BENCH_CONTENDER === 'map') {
+    const map = new MapGcra(1e-9, 1e3);
+    for (let r = 0; r < n; r++) for (let i = 0; i < KEYS; i++) await Promise.resolve(map.decide(keys[i]));
+    return;
+  }
+  const one = lib.limiter({ rules: [lib.rules.gcra(huge)], store: lib.memoryStore({ maxKeys: 2 * KEYS }) });
+  for (let r = 0; r < n; r++) for (let i = 0; i < KEYS; i++) await one.check(keys[i]);
+}
+
 console.log(`node ${process.version}, ${RUN_MS} ms × best of ${ROUNDS} per row\n`);
-const only = process.env.BENCH_ONLY; // 'throughput', 'calls' or 'memory': one part of the suite
+const only = process.env.BENCH_ONLY; // 'throughput', 'calls', 'memory', 'ceiling' or 'instructions': one part of the suite
+if (only === 'ceiling') await ceiling();
+if (only === 'instructions') await instructions();
 if (only === undefined || only === 'throughput') await throughput();
 console.log();
 if (only === undefined || only === 'calls') await calls();

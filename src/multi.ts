@@ -1,9 +1,12 @@
+/**
+ * multi — checkAll / checkAllSync: several (limiter, key, cost) items decided all-or-nothing as one request. A
+ * limiter is seen only through its {@link Combinable} view (limiter/combinable.ts): its store and bound store, its
+ * clock, its denial cache and observer, and the decisions of parts not asked or vetoed.
+ */
 import type { Decision } from './core/types.js';
-import { Outcome, type Policy } from './core/policy.js';
 import { RatekeeperError, show } from './core/errors.js';
 import { checkOptions } from './core/options.js';
-import { Limiter, key_, cost_ } from './limiter.js';
-import type { DenialCache } from './denialCache.js';
+import { Limiter, key_, cost_, type Combinable } from './limiter.js';
 import type { BoundStore, Part, Store } from './stores/types.js';
 
 /** ITEM_FIELDS — the names a checkAll item may have. */
@@ -55,7 +58,7 @@ interface Plan {
   parts: Part[];
   /** of — item i is part of[i]. */
   of: number[];
-  limiters: Limiter[];
+  limiters: Combinable[];
   store: Store | undefined;
   now: number | undefined;
   /** local — the local time the denial caches are read at, per part (NaN: the part's limiter has none). */
@@ -107,7 +110,7 @@ function prepare(items: readonly CheckAllItem[], options: CheckAllOptions | unde
   const n = items.length;
   const parts: Part[] = [];
   const of = new Array<number>(n);
-  const limiters: Limiter[] = [];
+  const limiters: Combinable[] = [];
   let store: Store | undefined;
   let caches = false;
   for (let i = 0; i < n; i++) {
@@ -115,14 +118,14 @@ function prepare(items: readonly CheckAllItem[], options: CheckAllOptions | unde
     if (typeof it !== 'object' || it === null || !(it.limiter instanceof Limiter)) {
       throw new RatekeeperError(`checkAll items[${i}].limiter must be a Limiter (made by limiter()), got ${show(it === null || typeof it !== 'object' ? it : it.limiter)}`, 'ERR_ARGUMENT');
     }
-    const lim = it.limiter;
+    const lim: Combinable = it.limiter;
     checkOptions(it, ITEM_FIELDS, `checkAll items[${i}]`, 'ERR_ARGUMENT');
     const key = key_(it.key);
     const cost = cost_(it.cost === undefined ? undefined : { cost: it.cost }, `checkAll items[${i}]`);
     const bound = lim.bound;
     if (i === 0) store = lim.store;
     else if (lim.store !== store) store = undefined;
-    if (lim.denialCache !== undefined) caches = true;
+    if (lim.cachesDenials) caches = true;
     let j = -1;
     if (n <= 8) {
       for (let k = 0; k < parts.length; k++) if (parts[k].bound === bound && parts[k].key === key) j = k;
@@ -155,8 +158,8 @@ function prepare(items: readonly CheckAllItem[], options: CheckAllOptions | unde
   let local: number[] | undefined;
   let epochs: number[] | undefined;
   if (caches) {
-    local = limiters.map((l) => (l.denialCache === undefined ? Number.NaN : now ?? l.tick()));
-    epochs = limiters.map((l) => l.denialCache?.epoch ?? 0);
+    local = limiters.map((l) => (l.cachesDenials ? now ?? l.tick() : Number.NaN));
+    epochs = limiters.map((l) => l.denialEpoch);
   }
   return { parts, of, limiters, store, now, local, epochs };
 }
@@ -166,13 +169,12 @@ function cachedRefusal(plan: Plan, items: readonly CheckAllItem[]): CheckAllResu
   const local = plan.local;
   if (local === undefined) return undefined;
   for (let k = 0; k < plan.parts.length; k++) {
-    const cache = plan.limiters[k].denialCache;
-    if (cache === undefined) continue;
+    const lim = plan.limiters[k];
+    if (!lim.cachesDenials) continue;
     const p = plan.parts[k];
-    const hit = cache.get(p.key, p.cost, local[k]);
+    const hit = lim.denied(p.key, p.cost, local[k]);
     if (hit === undefined) continue;
-    plan.limiters[k].observer?.record(p.key, p.cost, hit, local[k]);
-    const decisions = items.map((_, i) => (plan.of[i] === k ? hit : unasked(plan.limiters[plan.of[i]].policy)));
+    const decisions = items.map((_, i) => (plan.of[i] === k ? hit : plan.limiters[plan.of[i]].unasked()));
     return { allowed: false, decisions, refusedBy: plan.of.indexOf(k), cached: true };
   }
   return undefined;
@@ -183,14 +185,11 @@ function result(plan: Plan, parts: Decision[]): CheckAllResult {
   const { of } = plan;
   if (plan.local !== undefined) {
     for (let k = 0; k < parts.length; k++) {
-      const cache: DenialCache | undefined = plan.limiters[k].denialCache;
-      if (cache !== undefined) cache.put(plan.parts[k].key, plan.parts[k].cost, plan.local[k], parts[k], (plan.epochs as number[])[k]);
+      const lim = plan.limiters[k];
+      if (lim.cachesDenials) lim.remember(plan.parts[k].key, plan.parts[k].cost, plan.local[k], parts[k], (plan.epochs as number[])[k]);
     }
   }
-  for (let k = 0; k < parts.length; k++) {
-    const obs = plan.limiters[k].observer;
-    if (obs !== undefined) obs.record(plan.parts[k].key, plan.parts[k].cost, parts[k], plan.now ?? plan.limiters[k].tick());
-  }
+  for (let k = 0; k < parts.length; k++) plan.limiters[k].record(plan.parts[k].key, plan.parts[k].cost, parts[k], plan.now);
   const n = of.length;
   const decisions = new Array<Decision>(n);
   let refusedBy = -1;
@@ -221,29 +220,10 @@ async function decideThenRefund(plan: Plan): Promise<Decision[]> {
     if (d.reason !== 'allowed' || !(p.cost > 0)) return;
     try {
       const after = await (p.bound as Required<BoundStore>).refund(p.key, p.cost, now, true);
-      decisions[k] = vetoed(plan.limiters[k].policy, d, after);
+      decisions[k] = plan.limiters[k].vetoed(d, after);
     } catch {
       // the charge stays
     }
   }));
   return decisions;
-}
-
-/**
- * vetoed — the decision of a part that admitted and was charged, once its charge was given back: its own verdict
- * (`allowed`, retryAfter 0, its measured rates), remaining and resetAfter from the refunded state, no delay —
- * what the part would have said had it been vetoed before being charged.
- */
-function vetoed(policy: Policy, d: Decision, after: Decision): Decision {
-  const rules = d.rules.map((r, i) => new Outcome(
-    r.name, r.algorithm, r.allowed, r.limit, after.rules[i].remaining, 0, after.rules[i].resetAfter, r.rate, r.delay === undefined ? undefined : 0,
-  ));
-  const out = policy.finish(rules, true);
-  if (d.fallback === true) out.fallback = true;
-  return out;
-}
-
-/** unasked — the decision of an item that was not asked (the request was refused by a denial cache): nothing charged, nothing known. */
-function unasked(policy: Policy): Decision {
-  return policy.finish(policy.rules.map((c) => new Outcome(c.name, c.algorithm, true, c.limit, 0, 0, 0, undefined, undefined)), true);
 }

@@ -1,155 +1,23 @@
 /**
  * The framework-neutral core of the HTTP middleware: from a request's facts to a verdict (pass, hold, refuse)
  * with its status, headers and body. It imports no framework; the adapters (node, express, fastify, hono) only
- * read facts off their request and apply the verdict to their response.
+ * read facts off their request and apply the verdict to their response. The options and the Verdict's shape live in
+ * options.ts, the `shaping` bound in shaping.ts, the header fields' values in headers.ts; this file is the path from
+ * a request to its verdict (skip → key → cost → decide → answer) and the refund of a request counted by outcome.
  */
-import type { Decision, RuleOutcome } from '../core/types.js';
+import type { Decision } from '../core/types.js';
 import type { RuleConfig } from '../core/algorithms/common.js';
 import { RatekeeperError, show } from '../core/errors.js';
 import { checkOptions } from '../core/options.js';
-import { parseDuration, type Duration } from '../core/duration.js';
-import { limiter as makeLimiter, Limiter, type LimiterOptions } from '../limiter.js';
-import { clientKeyDeriver, type ClientKeyOptions, type KeyDeriver } from './keys.js';
-import { LimitFieldWriter, policyField, problem, seconds, sha256PartitionKey, violated, type PartitionKey, type QuotaUnit } from './headers.js';
+import { limiter as makeLimiter, Limiter } from '../limiter.js';
+import { clientKeyDeriver, type KeyDeriver } from './keys.js';
+import { LimitFieldWriter, policyField, problem, seconds, violated, type PartitionKey, type QuotaUnit } from './headers.js';
+import { RATE_LIMIT_OPTIONS, bool, contentLength, isPromise, partitionKeyOf, type Awaitable, type Facts, type RateLimitOptions, type Verdict } from './options.js';
+import { Shaping } from './shaping.js';
 
 export type { ClientKeyOptions } from './keys.js';
 export type { QuotaUnit } from './headers.js';
-
-/** Awaitable — a value, or a promise of it. */
-export type Awaitable<T> = T | Promise<T>;
-
-/**
- * RateLimitOptions — what every adapter takes. `Req` is the framework's request (Express `req`, Fastify
- * `request`, Hono `Context`, node:http `IncomingMessage`): the callbacks receive it as is.
- */
-export interface RateLimitOptions<Req> extends ClientKeyOptions {
-  /** limiter — the limiter to ask. Either this or `rules`. */
-  limiter?: Limiter;
-  /**
-   * rules — the policy, when the middleware makes its own limiter (with `store`, `dryRun`, `clock`).
-   * @example '10/s; 100/min'
-   */
-  rules?: LimiterOptions['rules'];
-  /** store — for the limiter made from `rules`. @default memoryStore() */
-  store?: LimiterOptions['store'];
-  /** dryRun — for the limiter made from `rules`: measure and send the headers, never refuse. @default false */
-  dryRun?: boolean;
-  /**
-   * clock — ms. Used by the limiter made from `rules` and for the legacy X-RateLimit-Reset time; when given, every
-   * check also passes its time explicitly, so it overrides a store's own clock (Redis TIME) too.
-   * @default Date (and the store's own clock, if it has one)
-   */
-  clock?: LimiterOptions['clock'];
-  /**
-   * key — the client's key (a user id, an API key…). Without it: the client IP, see {@link ClientKeyOptions}.
-   * @example (req) => req.get('x-api-key') ?? req.ip
-   */
-  key?: (req: Req) => Awaitable<string>;
-  /** skip — requests for which it returns true are not counted and get no rate-limit headers. */
-  skip?: (req: Req) => Awaitable<boolean>;
-  /**
-   * cost — what a request spends: a number, a function of the request, or `'content-length'` (the request's
-   * body size in bytes, 0 when it has none: the leaky bucket's "bytes" case).
-   * @default 1
-   */
-  cost?: number | 'content-length' | ((req: Req) => Awaitable<number>);
-  /** quotaUnit — the `qu` of RateLimit-Policy. @default 'content-bytes' with cost 'content-length', else 'requests' */
-  quotaUnit?: QuotaUnit;
-  /** headers — send the IETF `RateLimit-Policy` and `RateLimit` fields. @default true */
-  headers?: boolean;
-  /** legacyHeaders — also send `X-RateLimit-Limit`, `-Remaining` and `-Reset` (epoch seconds), of the binding rule. @default false */
-  legacyHeaders?: boolean;
-  /**
-   * partitionKey — add `pk` to every item so that clients can tell partitions apart without the key being disclosed:
-   * `true` for the first 12 bytes of the key's SHA-256 (needs `node:crypto`: Node >= 20.16, Bun, Deno), or your
-   * own digest function (edge runtimes). @default false
-   */
-  partitionKey?: boolean | PartitionKey;
-  /**
-   * shaping — hold requests that a leakyBucket rule admits with a `delay` for that long, then serve them in
-   * order (nginx `limit_req` without `nodelay`); a request that would wait longer than `maxDelay` is refused
-   * (429) without being charged. Without it, `delay` is ignored and admitted requests are served at once.
-   * @example { maxDelay: '2s' }
-   */
-  shaping?: { maxDelay: Duration };
-  /**
-   * onLimiterError — what a request gets when the limiter (or `key`/`skip`/`cost`) throws or rejects — a store
-   * down with no fallback, a bad key: `'reject'` answers 503 (fail closed), `'pass'` serves it without headers
-   * (fail open). The server never crashes either way. A store's own failure policy comes first: a decision it
-   * returns (`reason: 'store-unavailable'`) is applied as it says (503 when not allowed).
-   * @default 'reject'
-   */
-  onLimiterError?: 'reject' | 'pass';
-  /** onError — told about every such error (to log it); its own errors are ignored. */
-  onError?: (error: unknown, req: Req) => void;
-  /**
-   * skipFailedRequests — count only the requests that succeed: a request is charged when it is decided, and its
-   * charge is given back (`limiter.refund`) once its response says it failed (see `requestWasSuccessful`; a
-   * connection closed before the response was complete is a failure). express-rate-limit's option of the same name.
-   * @default false
-   */
-  skipFailedRequests?: boolean;
-  /**
-   * skipSuccessfulRequests — count only the requests that fail: the brute-force limit of a login form, which a
-   * user who types the password right never runs into. Charged at the decision, given back once the response
-   * succeeded. @default false
-   */
-  skipSuccessfulRequests?: boolean;
-  /**
-   * requestWasSuccessful — whether a response counts as a success, from the request and the response's status.
-   * Used with skipFailedRequests / skipSuccessfulRequests.
-   * @default (req, status) => status < 400
-   */
-  requestWasSuccessful?: (req: Req, status: number) => Awaitable<boolean>;
-}
-
-/**
- * RATE_LIMIT_OPTIONS — the names of {@link RateLimitOptions} (with {@link ClientKeyOptions}'): an adapter adds its
- * own (`onLimited`…) and every other name is refused, with the closest one suggested (`trustproxy` would otherwise
- * be ignored, and every client behind the proxy would share one key).
- */
-export const RATE_LIMIT_OPTIONS: ReadonlySet<string> = new Set([
-  'limiter', 'rules', 'store', 'dryRun', 'clock', 'key', 'skip', 'cost', 'quotaUnit', 'headers', 'legacyHeaders',
-  'partitionKey', 'shaping', 'onLimiterError', 'onError', 'trustProxy', 'proxyHeader', 'ipv6Prefix', 'ipv4Prefix',
-  'skipFailedRequests', 'skipSuccessfulRequests', 'requestWasSuccessful',
-]);
-
-/** optionNames — {@link RATE_LIMIT_OPTIONS} and an adapter's own names. */
-export function optionNames(...own: string[]): ReadonlySet<string> {
-  return new Set([...RATE_LIMIT_OPTIONS, ...own]);
-}
-
-const SHAPING_OPTIONS: ReadonlySet<string> = new Set(['maxDelay']);
-
-/** Facts — how an adapter reads its request: the peer address and a header by lowercase name. */
-export interface Facts<Req> {
-  peer(req: Req): string | undefined;
-  header(req: Req, name: string): string | undefined;
-}
-
-/**
- * Verdict — what the adapter does with a request.
- * `pass`: call the next handler, after `delay` ms (shaping), with `headers` set.
- * `limited`: answer `status` 429 (or the user's handler) with `headers` and the problem `body`.
- * `unavailable`: answer 503 with `body` (the store failed closed, or the limiter threw and `onLimiterError` is 'reject').
- * `invalid`: answer 400 with `body` (the request cannot be limited: no key, a malformed Content-Length…).
- */
-export interface Verdict {
-  kind: 'pass' | 'limited' | 'unavailable' | 'invalid';
-  status: number;
-  /** headers — [name, value] pairs; RateLimit and RateLimit-Policy are lists, to be appended to any already set. */
-  headers: [string, string][];
-  /** delay — ms to hold a passing request (shaping); 0 otherwise. */
-  delay: number;
-  /** decision — the limiter's decision (absent when skipped or on error). */
-  decision?: Decision;
-  key?: string;
-  /** cost — what the request was charged (set only when the middleware counts by outcome: see RateLimitCore.settle). */
-  cost?: number;
-  /** body — the application/problem+json body of a refusal. */
-  body?: string;
-  error?: unknown;
-}
+export { RATE_LIMIT_OPTIONS, optionNames, isPromise, contentLength, type Awaitable, type Facts, type RateLimitOptions, type Verdict } from './options.js';
 
 /** PROBLEM_TYPE — the content type of refusal bodies. */
 export const PROBLEM_TYPE = 'application/problem+json';
@@ -158,11 +26,6 @@ export const PROBLEM_TYPE = 'application/problem+json';
 export const LIST_FIELDS = new Set(['ratelimit', 'ratelimit-policy']);
 
 const SKIPPED: Verdict = Object.freeze({ kind: 'pass', status: 200, headers: [], delay: 0 }) as Verdict;
-
-/** isPromise — a thenable (a callback may return any promise implementation). */
-export function isPromise<T>(v: Awaitable<T>): v is Promise<T> {
-  return typeof v === 'object' && v !== null && typeof (v as Promise<T>).then === 'function';
-}
 
 /**
  * RateLimitCore — one middleware instance's policy, options and precomputed header values. `evaluate` returns
@@ -187,23 +50,14 @@ export class RateLimitCore<Req> {
   /** policyValue — the RateLimit-Policy value (fixed for the limiter, unless `pk` makes it per client). */
   private readonly policyValue: string;
   private readonly limitWriter: LimitFieldWriter;
-  /** maxDelay — the shaping bound in ms; undefined: no shaping. */
-  private readonly maxDelay: number | undefined;
-  /**
-   * implied — every leakyBucket rule's burst already keeps its delay within the bound (a delay is at most
-   * burst/rate): then no look is needed before the charge, and no race with another process either.
-   */
-  private readonly implied: boolean;
-  /** leaky — indexes of the policy's leakyBucket rules (the ones that report a delay). */
-  private readonly leaky: number[];
+  /** shaping — the `shaping` bound and its checks in flight (shaping.ts); undefined: no shaping. */
+  private readonly shaping: Shaping | undefined;
   private readonly failOpen: boolean;
   private readonly onError?: (error: unknown, req: Req) => void;
   private readonly now: () => number;
   /** timed — a clock was given: checks pass `now` (read once per request). */
   private readonly timed: boolean;
   private readonly rules: readonly RuleConfig[];
-  /** chains — per key, the tail of the shaped checks in flight (asynchronous stores only); removed when idle. */
-  private readonly chains = new Map<string, Promise<void>>();
   /**
    * byOutcome — skipFailedRequests or skipSuccessfulRequests is on: an admitted request's charge may be given back
    * once its response is known (adapters then call {@link settle}); false costs the hot path nothing.
@@ -254,18 +108,7 @@ export class RateLimitCore<Req> {
     this.rules = this.limiter.policy.rules;
     this.policyValue = policyField(this.rules, this.unit);
     this.limitWriter = new LimitFieldWriter(this.rules);
-    this.leaky = [];
-    this.rules.forEach((r, i) => { if (r.algorithm === 'leakyBucket') this.leaky.push(i); });
-    if (options.shaping !== undefined) {
-      if (typeof options.shaping === 'object' && options.shaping !== null) checkOptions(options.shaping, SHAPING_OPTIONS, `${where}.shaping`);
-      if (typeof options.shaping !== 'object' || options.shaping === null || options.shaping.maxDelay === undefined) {
-        throw new RatekeeperError(`shaping must be { maxDelay: <duration> }: the bound is explicit, got ${show(options.shaping)}`);
-      }
-      if (this.leaky.length === 0) throw new RatekeeperError(`shaping needs a leakyBucket rule in the policy: only it reports a delay`);
-      this.maxDelay = parseDuration(options.shaping.maxDelay, 'shaping.maxDelay');
-    }
-    const bound = this.maxDelay;
-    this.implied = bound !== undefined && this.leaky.every((i) => (this.rules[i].burst * this.rules[i].per) / this.rules[i].limit <= bound);
+    this.shaping = Shaping.of(options.shaping, this.rules, where);
     const mode = options.onLimiterError ?? 'reject';
     if (mode !== 'reject' && mode !== 'pass') throw new RatekeeperError(`onLimiterError must be 'reject' or 'pass', got ${show(mode)}`);
     this.failOpen = mode === 'pass';
@@ -367,77 +210,20 @@ export class RateLimitCore<Req> {
 
   private decide(key: string, cost: number): Awaitable<Verdict> {
     const now = this.timed ? this.now() : undefined;
-    if (this.maxDelay !== undefined && !this.implied && cost > 0 && !this.limiter.policy.dryRun) {
+    const sh = this.shaping;
+    if (sh !== undefined && !sh.implied && cost > 0 && !this.limiter.policy.dryRun) {
       // Shaping: look first (cost 0 charges nothing), so that a request over the bound is refused uncharged.
       if (this.sync) {
-        const over = this.overBound(this.limiter.checkSync(key, { cost: 0, now }), key);
-        return over ?? this.verdict(this.shapedRemaining(this.limiter.checkSync(key, { cost, now }), cost), key);
+        const over = sh.over(this.limiter.checkSync(key, { cost: 0, now }));
+        return over !== undefined ? this.verdict(over, key) : this.verdict(sh.remaining(this.limiter.checkSync(key, { cost, now }), cost), key);
       }
-      return this.serial(key, () => this.limiter.check(key, { cost: 0, now }).then((peek) => {
-        const over = this.overBound(peek, key);
-        return over ?? this.limiter.check(key, { cost, now }).then((d) => this.verdict(this.shapedRemaining(d, cost), key));
+      return sh.serial(key, () => this.limiter.check(key, { cost: 0, now }).then((peek) => {
+        const over = sh.over(peek);
+        return over !== undefined ? this.verdict(over, key) : this.limiter.check(key, { cost, now }).then((d) => this.verdict(sh.remaining(d, cost), key));
       }));
     }
     if (this.sync) return this.verdict(this.limiter.checkSync(key, { cost, now }), key);
     return this.limiter.check(key, { cost, now }).then((d) => this.verdict(d, key));
-  }
-
-  /**
-   * shapedRemaining — an admitted decision's `remaining` as shaping makes it true: a leakyBucket rule whose burst
-   * allows more than the bound lets through only the requests whose delay stays within `maxDelay`. After this
-   * request the rule's queue holds `level` = delay·rate + cost; the j-th further cost-1 request would wait
-   * (level + j − 1)/rate (less, if some drains first), so j <= maxDelay·rate − level + 1 of them pass.
-   */
-  private shapedRemaining(d: Decision, cost: number): Decision {
-    if (d.reason !== 'allowed') return d;
-    const bound = this.maxDelay as number;
-    let remaining = d.remaining;
-    let rules: RuleOutcome[] | undefined;
-    for (const i of this.leaky) {
-      const r = d.rules[i];
-      const c = this.rules[i];
-      if (r === undefined || c === undefined) continue;
-      const rate = c.limit / c.per;
-      const level = (r.delay ?? 0) * rate + cost;
-      const fits = Math.max(0, Math.floor(bound * rate - level + 1 + 1e-6));
-      if (fits >= r.remaining) continue;
-      rules ??= d.rules.slice();
-      rules[i] = { ...r, remaining: fits };
-      if (fits < remaining) remaining = fits;
-    }
-    return rules === undefined ? d : { ...d, remaining, rules };
-  }
-
-  /** overBound — the refusal of a request whose shaping delay (seen by a cost-0 look) would pass the bound. */
-  private overBound(peek: Decision, key: string): Verdict | undefined {
-    if (!peek.allowed || peek.reason === 'exempt' || !((peek.delay ?? 0) > (this.maxDelay as number))) return undefined;
-    return this.verdict(this.boundDecision(peek), key);
-  }
-
-  /**
-   * boundDecision — an admitted decision whose delay is over the bound, as the refusal it becomes: the leaky
-   * rules whose queue is too long are the violated ones, with r=0 until the queue is back under the bound.
-   */
-  private boundDecision(d: Decision): Decision {
-    const bound = this.maxDelay as number;
-    const rules = d.rules.map((r, i) => {
-      if (!this.leaky.includes(i) || !((r.delay ?? 0) > bound)) return r;
-      return { ...r, allowed: false, remaining: 0, retryAfter: (r.delay as number) - bound };
-    });
-    return { ...d, allowed: false, reason: 'limited', remaining: 0, retryAfter: (d.delay as number) - bound, rules };
-  }
-
-  /**
-   * serial — runs `fn` after every earlier shaped check of `key` in this process has finished, so that the look
-   * and the charge of one request are not interleaved with another's (an asynchronous store answers in between).
-   */
-  private serial<T>(key: string, fn: () => Promise<T>): Promise<T> {
-    const prev = this.chains.get(key);
-    const run = prev === undefined ? fn() : prev.then(fn, fn);
-    const tail = run.then(noop, noop);
-    this.chains.set(key, tail);
-    tail.then(() => { if (this.chains.get(key) === tail) this.chains.delete(key); });
-    return run;
   }
 
   /** verdict — a decision as status, headers and body. */
@@ -459,12 +245,13 @@ export class RateLimitCore<Req> {
     }
     if (d.allowed) {
       let delay = 0;
-      if (this.maxDelay !== undefined && d.reason !== 'dry-run' && d.delay !== undefined && d.delay > 0) {
+      const sh = this.shaping;
+      if (sh !== undefined && d.reason !== 'dry-run' && d.delay !== undefined && d.delay > 0) {
         delay = d.delay;
-        if (delay > this.maxDelay) {
+        if (delay > sh.maxDelay) {
           // another process sharing the store filled the queue between our look and the charge: the bound wins,
           // the request is refused (and stays charged).
-          return this.verdict(this.boundDecision(d), key);
+          return this.verdict(sh.refusal(d), key);
         }
       }
       return { kind: 'pass', status: 200, headers, delay, decision: d, key };
@@ -498,31 +285,7 @@ export class RateLimitCore<Req> {
   }
 }
 
-const noop = (): void => undefined;
-
 const UNAVAILABLE = problem('about:blank', 503, 'Service Unavailable', { detail: 'The rate limiter could not decide this request.' });
-
-function partitionKeyOf(v: unknown): PartitionKey | undefined {
-  if (v === undefined || v === false) return undefined;
-  if (typeof v === 'function') return v as PartitionKey;
-  if (v !== true) throw new RatekeeperError(`partitionKey must be a boolean or a function (key) => Uint8Array, got ${show(v)}`);
-  const digest = sha256PartitionKey();
-  if (digest === undefined) throw new RatekeeperError(`partitionKey: true needs node:crypto, which this runtime lacks: pass a function (key) => Uint8Array instead`);
-  return digest;
-}
-
-function bool(v: unknown, what: string, fallback: boolean): boolean {
-  if (v === undefined) return fallback;
-  if (typeof v !== 'boolean') throw new RatekeeperError(`${what} must be a boolean, got ${show(v)}`);
-  return v;
-}
-
-/** contentLength — the Content-Length as a cost: its value, or 0 when absent. A malformed one throws. */
-export function contentLength(value: string | undefined): number {
-  if (value === undefined || value === '') return 0;
-  if (!/^\d{1,15}$/.test(value.trim())) throw new RatekeeperError(`Content-Length ${show(value)} is not a length`, 'ERR_ARGUMENT');
-  return Number(value.trim());
-}
 
 /** mergeList — a list field value appended to what an earlier middleware already set (RFC 9651 §3.1). */
 export function mergeList(existing: unknown, value: string): string {
