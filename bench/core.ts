@@ -276,11 +276,8 @@ async function calls(): Promise<void> {
  * CPU-second, then their median and spread: the issue's ">= 0.9× in every run" measured as one figure per run.
  */
 async function ceiling(): Promise<void> {
-  type Lib = { limiter: typeof limiter; rules: typeof rules; memoryStore: typeof memoryStore };
   const libs: [string, Lib][] = [['check() (this build)', { limiter, rules, memoryStore }]];
-  for (const [i, path] of (process.env.BENCH_BASELINE ?? '').split(',').filter((x) => x !== '').entries()) {
-    libs.push([`check() (baseline ${i + 1}: ${path})`, (await import(path)) as Lib]);
-  }
+  if (base !== undefined) libs.push([`check() (${BASE_NAME})`, base]);
   const map = new MapGcra(1e-9, 1e3);
   const ceil: Contender = ['map', async (n) => { for (let i = 0; i < n; i++) await Promise.resolve(map.decide(keys[i])); }];
   const checks = libs.map(([name, lib]): Contender => {
@@ -312,7 +309,7 @@ async function ceiling(): Promise<void> {
  */
 async function instructions(): Promise<void> {
   const n = Number(process.env.BENCH_N ?? 5);
-  const lib = process.env.BENCH_BASELINE ? ((await import(process.env.BENCH_BASELINE)) as { limiter: typeof limiter; rules: typeof rules; memoryStore: typeof memoryStore }) : { limiter, rules, memoryStore };
+  const lib: Lib = base ?? { limiter, rules, memoryStore };
   if (process.env.BENCH_CONTENDER === 'map') {
     const map = new MapGcra(1e-9, 1e3);
     for (let r = 0; r < n; r++) for (let i = 0; i < KEYS; i++) await Promise.resolve(map.decide(keys[i]));
