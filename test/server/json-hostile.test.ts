@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import fc from 'fast-check';
 import type { Decision, RuleOutcome } from '../../src/core/types.js';
-import { decisionJson } from '../../src/server/http.js';
+import { decisionJson } from '../../src/server/httpAnswer.js';
 import { responseJson, responseToJson, type RlsCode, type RlsResponse, type RlsUnit } from '../../src/server/rls.js';
 
 const HOSTILE = ['"', '\\', '\n', '\r', '\u0000', '\u001f', '\u007f', '\u2028', '\u2029', '\u202e', '\u2066', '\ud800', '\udfff', '😀', '</script>'];
