@@ -92,13 +92,16 @@ export function readBody(req: IncomingMessage, res: ServerResponse, sink: BodySi
 
 /**
  * writeDecision — /v1/check's answer: 200 when admitted, 429 when refused, the RateLimit fields (`f`) and Retry-After
- * in its headers, the Decision as JSON in its body.
+ * in its headers, the Decision as JSON in its body. The header list is built whole (one array, no growth) for the
+ * usual answers: admitted with its fields.
  */
 export function writeDecision(res: ServerResponse, f: RateLimitFields | undefined, d: Decision): void {
   if (res.headersSent) return;
   const body = decisionJson(d);
-  const h = decisionHeaders(f, d);
-  h.push('Content-Type', 'application/json', 'Content-Length', Buffer.byteLength(body));
+  const length = Buffer.byteLength(body);
+  const h = d.allowed && f !== undefined
+    ? ['RateLimit-Policy', f.policy, 'RateLimit', f.limit, 'Content-Type', 'application/json', 'Content-Length', length]
+    : [...decisionHeaders(f, d), 'Content-Type', 'application/json', 'Content-Length', length];
   writeAnswer(res, d.allowed ? 200 : 429, h, body);
 }
 
@@ -108,15 +111,16 @@ export function writeDecision(res: ServerResponse, f: RateLimitFields | undefine
  */
 export function writeAuth(res: ServerResponse, f: RateLimitFields | undefined, d: Decision): void {
   if (res.headersSent) return;
-  const h = decisionHeaders(f, d);
-  h.push('Content-Length', 0);
+  const h = d.allowed && f !== undefined
+    ? ['RateLimit-Policy', f.policy, 'RateLimit', f.limit, 'Content-Length', 0]
+    : [...decisionHeaders(f, d), 'Content-Length', 0];
   res.writeHead(d.allowed ? 200 : 403, h);
   res.end();
 }
 
 /**
  * decisionHeaders — RateLimit-Policy, RateLimit (`f`, the service's fields for the policy) and (when refused)
- * Retry-After for a native decision, as a flat list (name, value, …) for writeHead; the caller appends its own.
+ * Retry-After for a native decision, as a flat list (name, value, …) for writeHead.
  */
 function decisionHeaders(f: RateLimitFields | undefined, d: Decision): (string | number)[] {
   const h: (string | number)[] = f === undefined ? [] : ['RateLimit-Policy', f.policy, 'RateLimit', f.limit];
