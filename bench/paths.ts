@@ -22,7 +22,8 @@ type Paths = Record<'check' | 'json' | 'grpc', (i: number) => unknown>;
 async function load(dist: string, config: string): Promise<Paths> {
   const at = (m: string): string => new URL(`file://${resolve(dist, 'src/server', m)}`).href;
   const { Metrics } = await import(at('metrics.js'));
-  const http = await import(at('http.js'));
+  // decisionJson: in httpAnswer.js since the HTTP answers moved there (an older build: http.js)
+  const http = await import(at('httpAnswer.js')).catch(() => import(at('http.js')));
   const rls = await import(at('rls.js'));
   const { RateLimitService } = await import(at('service.js'));
   const { loadConfig } = await import(at('config/index.js'));

@@ -4,15 +4,12 @@ import { isUtf8 } from 'node:buffer';
 import type { TlsOptions } from 'node:tls';
 import type { Decision } from '../core/types.js';
 import { RatekeeperError } from '../core/errors.js';
-import { seconds } from '../http/headers.js';
 import { MAX_AMOUNT } from '../core/rules.js';
 import { jsonValuesOver } from './jsonScan.js';
-import { BadRequest, preview, requestFromJson, responseJson, wellFormed, type RlsResponse } from './rls.js';
+import { BadRequest, preview, requestFromJson, wellFormed } from './rls.js';
+import { MAX_BODY, fail, readBody, send, statusText, writeAuth, writeDecision, writeRls, type BodySink } from './httpAnswer.js';
 import type { RateLimitService } from './service.js';
 import type { Api, Metrics } from './metrics.js';
-
-/** MAX_BODY — the largest request body read, in bytes (gRPC's default message limit); larger is a 413. */
-export const MAX_BODY = 4 * 1024 * 1024;
 
 /** DECIMAL — what X-Ratekeeper-Cost may be: a decimal number, digits with an optional fraction. */
 const DECIMAL = /^\d+(?:\.\d+)?$/;
@@ -52,63 +49,12 @@ const POST: readonly string[] = ['POST'];
 const GET_HEAD: readonly string[] = ['GET', 'HEAD'];
 const AUTH_METHODS: readonly string[] = ['GET', 'POST', 'HEAD'];
 
-/** STATUS_TEXT — the status codes the listener answers, as the latency histogram's `code` label. */
-const STATUS_TEXT: Record<number, string> = { 200: '200', 400: '400', 403: '403', 404: '404', 413: '413', 429: '429', 500: '500' };
-
-function statusText(code: number): string {
-  return STATUS_TEXT[code] ?? String(code);
-}
-
-/**
- * BodyRead — one request body being read: its chunks (at most MAX_BODY bytes), then handed to HttpFront.answer.
- * `data`, `error` and `end` are the request's listeners, bound once per read (the listener needs its read).
- */
-class BodyRead {
-  private chunks: Buffer[] | undefined;
-  private first: Buffer | undefined;
-  private size = 0;
-  /** over — the body passed MAX_BODY (answered 413) or the request failed: nothing more is read or answered. */
-  private over = false;
-
-  constructor(private readonly front: HttpFront, private readonly res: ServerResponse, private readonly api: 'json' | 'check') {}
-
-  readonly data = (c: Buffer): void => {
-    this.size += c.length;
-    if (this.size > MAX_BODY) {
-      if (!this.over) {
-        this.over = true;
-        this.front.tooLarge(this.res, this.api);
-      }
-      return;
-    }
-    // one chunk (the common case: a small body arrives with its headers) is kept without an array
-    if (this.first === undefined) this.first = c;
-    else (this.chunks ??= [this.first]).push(c);
-  };
-
-  readonly error = (): void => {
-    if (!this.over) this.front.inFlight--;
-    this.over = true;
-  };
-
-  readonly end = (): void => {
-    if (this.over) {
-      this.front.inFlight--;
-      return;
-    }
-    const raw = this.chunks !== undefined ? Buffer.concat(this.chunks, this.size) : this.first ?? EMPTY;
-    this.front.answer(raw, this.res, this.api);
-  };
-}
-
-const EMPTY = Buffer.alloc(0);
-
 /**
  * HttpFront — the HTTP listener: `POST /json` (envoyproxy/ratelimit's JSON form of ShouldRateLimit), `POST /v1/check`
  * (the native API), `GET /healthcheck`, `GET /metrics`. Every malformed request is a 4xx naming what is wrong; the
  * server keeps serving after any request.
  */
-export class HttpFront {
+export class HttpFront implements BodySink {
   readonly server: Server;
   /** inFlight — requests being answered (drained on shutdown). */
   inFlight = 0;
@@ -136,11 +82,11 @@ export class HttpFront {
     switch (path) {
       case '/json':
         if (!this.method(req, res, POST)) return;
-        this.body(req, res, 'json');
+        readBody(req, res, this, 'json');
         return;
       case '/v1/check':
         if (!this.method(req, res, POST)) return;
-        this.body(req, res, 'check');
+        readBody(req, res, this, 'check');
         return;
       case '/v1/auth':
         if (!this.method(req, res, AUTH_METHODS)) return;
@@ -175,18 +121,6 @@ export class HttpFront {
     fail(res, 405, 'method', `${req.method} is not allowed here; use ${allowed.join(' or ')}`);
     req.resume();
     return false;
-  }
-
-  /**
-   * body — reads a JSON body (at most MAX_BODY bytes), then answers it as `api` (/json or /v1/check); a bad body is a
-   * 4xx. The request's state is one {@link BodyRead} whose listeners are shared functions (no closure per request).
-   */
-  private body(req: IncomingMessage, res: ServerResponse, api: 'json' | 'check'): void {
-    this.inFlight++;
-    const r = new BodyRead(this, res, api);
-    req.on('data', r.data);
-    req.on('error', r.error);
-    req.on('end', r.end);
   }
 
   /**
@@ -263,13 +197,9 @@ export class HttpFront {
     if (typeof cost !== 'number' || !Number.isFinite(cost) || cost < 0 || cost > MAX_AMOUNT) throw new BadRequest('cost', `must be a finite number from 0 to ${MAX_AMOUNT}, got ${preview(b.cost)}`);
     const policy = b.policy;
     const d = this.options.service.checkNow(policy, b.key, cost);
-    if (d instanceof Promise) return d.then((x) => this.writeDecision(res, policy, x));
-    this.writeDecision(res, policy, d);
-  }
-
-  private writeDecision(res: ServerResponse, policy: string, d: Decision): void {
-    this.decisionHeaders(res, policy, d);
-    send(res, d.allowed ? 200 : 429, 'application/json', decisionJson(d));
+    const service = this.options.service;
+    if (d instanceof Promise) return d.then((x) => writeDecision(res, service.fields(policy, x), x));
+    writeDecision(res, service.fields(policy, d), d);
   }
 
   /**
@@ -305,38 +235,13 @@ export class HttpFront {
     }
     if (d instanceof Promise) {
       d.then((x) => {
-        this.writeAuth(res, policy, x);
+        writeAuth(res, this.options.service.fields(policy, x), x);
         this.answered(res, 'auth', start);
       }, (e: unknown) => this.answerFailed(res, 'auth', e, start));
       return;
     }
-    this.writeAuth(res, policy, d);
+    writeAuth(res, this.options.service.fields(policy, d), d);
     this.answered(res, 'auth', start);
-  }
-
-  /**
-   * writeAuth — /v1/auth's answer: 200 when admitted, 403 when refused, the decision in its headers and no body (a
-   * proxy keeps its connection: Caddy opened a new one per check while a body came with the answer).
-   */
-  private writeAuth(res: ServerResponse, policy: string, d: Decision): void {
-    this.decisionHeaders(res, policy, d);
-    if (res.headersSent) return;
-    res.statusCode = d.allowed ? 200 : 403;
-    res.setHeader('Content-Length', 0);
-    res.end();
-  }
-
-  /** decisionHeaders — RateLimit-Policy, RateLimit and (when refused) Retry-After for a native decision. */
-  private decisionHeaders(res: ServerResponse, policy: string, d: Decision): void {
-    const f = this.options.service.fields(policy, d);
-    if (f !== undefined) {
-      res.setHeader('RateLimit-Policy', f.policy);
-      res.setHeader('RateLimit', f.limit);
-    }
-    if (!d.allowed) {
-      const s = seconds(d.retryAfter);
-      if (s !== undefined) res.setHeader('Retry-After', String(s));
-    }
   }
 
   /**
@@ -388,70 +293,6 @@ export class HttpFront {
       this.server.once('close', () => clearInterval(idle));
     });
   }
-}
-
-/** writeRls — an RLS response as envoyproxy/ratelimit's /json answers it: 200 OK, 429 OVER_LIMIT, 500 otherwise. */
-function writeRls(res: ServerResponse, r: RlsResponse): void {
-  send(res, r.overall_code === 'OVER_LIMIT' ? 429 : r.overall_code === 'OK' ? 200 : 500, 'application/json', responseJson(r));
-}
-
-/**
- * decisionJson — a Decision as JSON; an infinite wait (a block without end, a cost no rule can ever admit) is null,
- * as is any other number JSON cannot hold (NaN, -Infinity: JSON.stringify's null), so the answer always parses.
- */
-export function decisionJson(d: Decision): string {
-  if (!finiteDecision(d)) return JSON.stringify(d);
-  return d.blockReason === undefined && d.fallback === undefined ? decisionText(d) : JSON.stringify(d);
-}
-
-/**
- * finiteDecision — every number decisionText writes is finite. Template literals write NaN and Infinity as the words
- * (not JSON); JSON.stringify writes them null. Only a wait is infinite by design, the rest is defence in depth.
- */
-function finiteDecision(d: Decision): boolean {
-  if (!(Number.isFinite(d.limit) && Number.isFinite(d.remaining) && Number.isFinite(d.retryAfter) && Number.isFinite(d.resetAfter))) return false;
-  if ((d.rate !== undefined && !Number.isFinite(d.rate)) || (d.delay !== undefined && !Number.isFinite(d.delay))) return false;
-  const rules = d.rules;
-  for (let i = 0; i < rules.length; i++) {
-    const r = rules[i];
-    if (!(Number.isFinite(r.limit) && Number.isFinite(r.remaining) && Number.isFinite(r.retryAfter) && Number.isFinite(r.resetAfter))) return false;
-    if ((r.rate !== undefined && !Number.isFinite(r.rate)) || (r.delay !== undefined && !Number.isFinite(r.delay))) return false;
-  }
-  return true;
-}
-
-/**
- * decisionText — JSON.stringify(d), byte for byte, for a decision of finite numbers without blockReason or fallback,
- * written by hand: a third of JSON.stringify's time (which looks up every key and checks every value's type). The
- * members in the order the library builds a Decision and a RuleOutcome; `rate` and `delay` only when defined.
- * A test holds it to JSON.stringify for every kind of decision (test/server/speed.test.ts).
- */
-function decisionText(d: Decision): string {
-  let s = `{"allowed":${d.allowed},"reason":"${d.reason}","limit":${d.limit},"remaining":${d.remaining},"retryAfter":${d.retryAfter},"resetAfter":${d.resetAfter}`;
-  if (d.rate !== undefined) s += `,"rate":${d.rate}`;
-  if (d.delay !== undefined) s += `,"delay":${d.delay}`;
-  s += ',"rules":[';
-  const rules = d.rules;
-  for (let i = 0; i < rules.length; i++) {
-    const r = rules[i];
-    s += `${i === 0 ? '' : ','}{"name":${JSON.stringify(r.name)},"algorithm":"${r.algorithm}","allowed":${r.allowed},"limit":${r.limit},"remaining":${r.remaining},"retryAfter":${r.retryAfter},"resetAfter":${r.resetAfter}`;
-    if (r.rate !== undefined) s += `,"rate":${r.rate}`;
-    if (r.delay !== undefined) s += `,"delay":${r.delay}`;
-    s += '}';
-  }
-  return `${s}]}`;
-}
-
-function send(res: ServerResponse, status: number, type: string, body: string): void {
-  if (res.headersSent) return;
-  res.statusCode = status;
-  res.setHeader('Content-Type', type);
-  res.setHeader('Content-Length', Buffer.byteLength(body));
-  res.end(body);
-}
-
-function fail(res: ServerResponse, status: number, field: string, message: string): void {
-  send(res, status, 'application/json', JSON.stringify({ error: message.startsWith(`${field}:`) ? message : `${field}: ${message}`, field }));
 }
 
 /** NON_ASCII — a character past U+007F: node read the header's bytes as Latin-1. */

@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import fc from 'fast-check';
 import type { Decision, RuleOutcome } from '../../src/core/types.js';
-import { decisionJson } from '../../src/server/http.js';
+import { decisionJson } from '../../src/server/httpAnswer.js';
 import { responseJson, responseToJson, type RlsResponse } from '../../src/server/rls.js';
 import type { EnvoyUnit as RlsUnit, RlsCode } from '../../src/server/envoy.js';
 

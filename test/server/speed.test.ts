@@ -11,7 +11,7 @@ import fc from 'fast-check';
 import { Counter, Histogram, Registry } from 'prom-client';
 import { limiter, memoryStore, rules } from '../../src/index.js';
 import type { Decision } from '../../src/core/types.js';
-import { decisionJson } from '../../src/server/http.js';
+import { decisionJson } from '../../src/server/httpAnswer.js';
 import { responseJson, responseToJson, type RlsResponse } from '../../src/server/rls.js';
 import type { EnvoyUnit as RlsUnit, RlsCode } from '../../src/server/envoy.js';
 import { canEncode, encodeResponse } from '../../src/server/rlsEncode.js';
