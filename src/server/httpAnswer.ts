@@ -43,6 +43,11 @@ class BodyRead {
   private size = 0;
   /** over — the body passed MAX_BODY (answered 413) or the request failed: nothing more is read or answered. */
   private over = false;
+  /**
+   * settled — the read is over (its `end`; its `error`: a client gone mid-body; the 413 of a body past MAX_BODY):
+   * counted out of flight once.
+   */
+  private settled = false;
 
   constructor(private readonly front: BodySink, private readonly res: ServerResponse, private readonly api: 'json' | 'check') {}
 
@@ -52,6 +57,12 @@ class BodyRead {
       if (!this.over) {
         this.over = true;
         this.front.tooLarge(this.res, this.api);
+        // the 413 answers it: out of flight now (once the 413 is sent, node emits neither `end` nor `error` nor
+        // `close` for a request whose client goes away before the rest of its body)
+        if (!this.settled) {
+          this.settled = true;
+          this.front.inFlight--;
+        }
       }
       return;
     }
@@ -61,15 +72,16 @@ class BodyRead {
   };
 
   readonly error = (): void => {
-    if (!this.over) this.front.inFlight--;
     this.over = true;
+    if (this.settled) return;
+    this.settled = true;
+    this.front.inFlight--;
   };
 
   readonly end = (): void => {
-    if (this.over) {
-      this.front.inFlight--;
-      return;
-    }
+    // settled already when it went over MAX_BODY (413) or failed
+    if (this.settled) return;
+    this.settled = true;
     const raw = this.chunks !== undefined ? Buffer.concat(this.chunks, this.size) : this.first ?? EMPTY;
     this.front.answer(raw, this.res, this.api);
   };

@@ -124,6 +124,8 @@ export function plan(req: RlsRequest, cfg: ServiceConfig | undefined, limits: Re
     }
     // escaping (`%XX`) can lengthen a key under the cap as sent past it
     if (m.key.length > MAX_KEY_LENGTH) throw keyTooLong(i, m.key.length);
+    // an own limit matches a descriptor of no entries too, whose client key is then empty (a configured one never does)
+    if (m.client.length === 0) throw new BadRequest(`descriptors[${i}].entries`, `must not be empty when the descriptor carries its own limit: its entries are the client's key`);
     total += cost;
     items.push({ index: i, spec, rt, limiter: rt.limiter, key: m.client, cost, report: currentLimitOf(spec), metricKey: m.metricKey, fromRequest, own: o !== undefined });
   }

@@ -48,7 +48,8 @@ export function ownLimit(d: RlsDescriptor, i: number): RequestOverride | undefin
 const NO_ENTRIES: readonly RlsEntry[] = [];
 
 /**
- * leastKeyLength — the fewest characters the store key of a descriptor can have: the domain, `:`, and every entry's
+ * leastKeyLength — the fewest characters the store key of a descriptor can have (an entry's absent key or value,
+ * as protobufjs decodes proto3's empty string, is set to '' on the way): the domain, `:`, and every entry's
  * key, `=` and value, joined by `&` — the key (config/key.ts descriptorKey) before its escapes, which only lengthen
  * it. So a descriptor past MAX_KEY_LENGTH here would make a key past it too, and is refused before it is matched,
  * while every key under the cap passes as before. The cap bounds the sum of a descriptor's entries (with the domain),
@@ -56,7 +57,14 @@ const NO_ENTRIES: readonly RlsEntry[] = [];
  */
 function leastKeyLength(domain: string, entries: readonly RlsEntry[]): number {
   let n = domain.length + 2 * entries.length;
-  for (let j = 0; j < entries.length; j++) n += entries[j].key.length + entries[j].value.length;
+  for (let j = 0; j < entries.length; j++) {
+    const e = entries[j];
+    // proto3 leaves an empty string off the wire (Envoy's entry of an empty header, a generic_key without value) and
+    // protobufjs then leaves the field absent: it is '', as /json reads it (and envoyproxy/ratelimit's Go structs)
+    if (e.key === undefined) e.key = '';
+    if (e.value === undefined) e.value = '';
+    n += e.key.length + e.value.length;
+  }
   return n;
 }
 
