@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import type { RlsResponse } from '../../src/server/rls.js';
 import { adminService } from './adminService.js';
+import { json } from '../support/fetchJson.js';
 
 const CONFIG = `
 domain: edge
@@ -24,12 +25,6 @@ policies:
 `;
 
 const JSON_HEADERS = { 'content-type': 'application/json' };
-
-async function json(url: string, init?: RequestInit): Promise<{ status: number; body: any }> {
-  const r = await fetch(url, init);
-  const text = await r.text();
-  return { status: r.status, body: text === '' ? undefined : JSON.parse(text) };
-}
 
 describe('the service\'s admin listener speaks the clients\' keys', () => {
   const svc = adminService(CONFIG);

@@ -8,6 +8,7 @@ import { writeFileSync } from 'node:fs';
 import { after, before, describe, test } from 'node:test';
 import { startService, type Running } from '../../src/server/serve.js';
 import { configFile } from './support.js';
+import { json } from '../support/fetchJson.js';
 
 const CONFIG = `
 domain: edge
@@ -17,12 +18,6 @@ descriptors:
 policies:
   api: { rules: '1000/min' }
 `;
-
-async function json(url: string, init?: RequestInit): Promise<{ status: number; body: any }> {
-  const r = await fetch(url, init);
-  const text = await r.text();
-  return { status: r.status, body: text === '' ? undefined : JSON.parse(text) };
-}
 
 describe('the admin listener of the service', () => {
   let running: Running;

@@ -9,6 +9,7 @@ import { startService, type Running } from '../../src/server/serve.js';
 import { parseConfig } from '../../src/server/config/load.js';
 import { ConfigError } from '../../src/server/config/errors.js';
 import { configFile } from './support.js';
+import { json } from '../support/fetchJson.js';
 
 const CONFIG = `
 domain: edge
@@ -23,12 +24,6 @@ policies:
     rules: '2/1h'
     auto_block: { for: 10m, reason: 'api abuse' }
 `;
-
-async function json(url: string, init?: RequestInit): Promise<{ status: number; body: any }> {
-  const r = await fetch(url, init);
-  const text = await r.text();
-  return { status: r.status, body: text === '' ? undefined : JSON.parse(text) };
-}
 
 describe('auto_block of a native policy', () => {
   let running: Running;

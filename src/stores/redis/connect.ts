@@ -4,7 +4,7 @@
  * password refused, a certificate not trusted) from a server that is merely not there yet. The caller passes the
  * ioredis module (an optional peer dependency: loaded by whoever needs it) and owns the client.
  */
-import { connect as netConnect } from 'node:net';
+import { connect as netConnect, type Socket } from 'node:net';
 import { connect as tlsConnect, type ConnectionOptions } from 'node:tls';
 import { redactSecrets } from '../../core/redact.js';
 
@@ -208,16 +208,8 @@ export function tlsHandshake(node: RedisNode, tls: ConnectionOptions, timeout: n
  * `PING` to `node`, bounded by `timeout` ms: any answer, or no handshake at all (down, refused), is undefined.
  */
 export function tlsRefusal(node: RedisNode, tls: ConnectionOptions, timeout: number): Promise<string | undefined> {
-  return new Promise((resolve) => {
+  return probe(timeout, (finish) => {
     let shaken = false;
-    let done = false;
-    const finish = (why: string | undefined): void => {
-      if (done) return;
-      done = true;
-      clearTimeout(timer);
-      sock.destroy();
-      resolve(why);
-    };
     const sock = tlsConnect({ ...tls, host: node.host, port: node.port, servername: /^[\d.]+$|:/.test(node.host) ? undefined : node.host }, () => {
       shaken = true;
       sock.write('PING\r\n');
@@ -225,8 +217,7 @@ export function tlsRefusal(node: RedisNode, tls: ConnectionOptions, timeout: num
     sock.on('data', () => finish(undefined));
     sock.on('error', (e: Error) => finish(classify(e) === 'tls' ? e.message : shaken ? `the server closed the connection after the TLS handshake (${e.message}): it may require a client certificate` : undefined));
     sock.on('close', () => finish(shaken ? 'the server closed the connection after the TLS handshake: it may require a client certificate' : undefined));
-    const timer = setTimeout(() => finish(undefined), timeout);
-    timer.unref();
+    return sock;
   });
 }
 
@@ -238,17 +229,9 @@ export function tlsRefusal(node: RedisNode, tls: ConnectionOptions, timeout: num
  * at `node`, bounded by `timeout` ms; a server that does neither (down, not Redis) is undefined, the usual wait.
  */
 export function wrongTransport(node: RedisNode, clientTls: boolean, timeout: number): Promise<string | undefined> {
-  return new Promise((resolve) => {
-    let done = false;
-    const finish = (why: string | undefined): void => {
-      if (done) return;
-      done = true;
-      clearTimeout(timer);
-      sock.destroy();
-      resolve(why);
-    };
+  return probe(timeout, (finish) => {
     const where = `${node.host}:${node.port}`;
-    const sock = clientTls
+    const sock: Socket = clientTls
       ? netConnect({ host: node.host, port: node.port }, () => void sock.write('PING\r\n'))
       : tlsConnect({ host: node.host, port: node.port, rejectUnauthorized: false }, () => finish(`${where} speaks TLS: use a rediss:// URL or --redis-tls (REDIS_TLS=true)`));
     if (clientTls) {
@@ -260,7 +243,28 @@ export function wrongTransport(node: RedisNode, clientTls: boolean, timeout: num
     }
     sock.on('error', () => finish(undefined));
     sock.on('close', () => finish(undefined));
+    return sock;
+  });
+}
+
+/**
+ * probe — one look at a server over the socket `open` makes: the first `finish(why)` settles it (the socket
+ * destroyed, `why` resolved); `timeout` ms without one settle it undefined.
+ */
+function probe(timeout: number, open: (finish: (why: string | undefined) => void) => Socket): Promise<string | undefined> {
+  return new Promise((resolve) => {
+    let sock: Socket | undefined;
+    let done = false;
+    const finish = (why: string | undefined): void => {
+      if (done) return;
+      done = true;
+      clearTimeout(timer);
+      sock?.destroy();
+      resolve(why);
+    };
     const timer = setTimeout(() => finish(undefined), timeout);
     timer.unref();
+    sock = open(finish);
+    if (done) sock.destroy();
   });
 }
