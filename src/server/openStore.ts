@@ -60,14 +60,15 @@ export async function openStore(options: ServeOptions, logger: Logger): Promise<
   } catch (e) {
     if (!(e instanceof RedisConnectError) || e.reason === 'unreachable' || e.reason === 'sentinel') {
       // plain text to a TLS port, or TLS to a plain one, never connects: a startup error, not a server to wait for
-      const node = plan.connect.mode !== 'sentinel' && plan.connect.path === undefined ? plan.connect.nodes[0] : undefined;
+      // (with Sentinel, the first Sentinel: its transport is the one the client was told to speak to it)
+      const node = plan.connect.path === undefined ? plan.connect.nodes[0] : undefined;
       const wrong = node === undefined ? undefined : await wrongTransport(node, plan.connect.tls !== undefined, Math.min(timeout, 1000));
       if (wrong !== undefined) {
         client.disconnect();
         throw new RatekeeperError(`serve: ${plan.describe}: ${wrong}`);
       }
       // a TLS server that refuses this client after the handshake (mutual TLS without the certificate it wants)
-      const refusal = node === undefined || plan.connect.tls === undefined ? undefined : await tlsRefusal(node, plan.connect.tls, Math.min(timeout, 1000));
+      const refusal = node === undefined || plan.connect.tls === undefined || plan.connect.mode === 'sentinel' ? undefined : await tlsRefusal(node, plan.connect.tls, Math.min(timeout, 1000));
       if (refusal !== undefined) {
         client.disconnect();
         throw new RatekeeperError(`serve: ${plan.describe}: the TLS connection to Redis failed (trusting ${plan.tlsFrom}): ${refusal}`);

@@ -64,6 +64,24 @@ describe('Redis: the wrong transport', () => {
     assert.ok(r.ms < 8000, `${Math.round(r.ms)} ms`);
   });
 
+  // Sentinel: the same look at the first Sentinel (before, plain text to a TLS Sentinel waited out the connect timeout
+  // and served by the failure policy for good, and TLS to a plain one likewise)
+  test('Sentinel, plain text to a TLS Sentinel: a startup error saying it speaks TLS', { timeout: 30_000 }, async () => {
+    const log: string[] = [];
+    const r = await outcome(options(['--redis-sentinel', `127.0.0.1:${tls.port}`, '--redis-sentinel-master', 'mymaster', '--redis-auth', PASSWORD], log), log);
+    assert.equal(r.started, false, `the service started: ${r.message}`);
+    assert.match(r.message, /127\.0\.0\.1:\d+ speaks TLS: use a rediss:\/\/ URL or --redis-tls/);
+    assert.ok(r.ms < 8000, `${Math.round(r.ms)} ms`);
+  });
+
+  test('Sentinel, TLS to a plain Sentinel: a startup error saying it speaks plain Redis', { timeout: 30_000 }, async () => {
+    const log: string[] = [];
+    const r = await outcome(options(['--redis-sentinel', `127.0.0.1:${plain.port}`, '--redis-sentinel-master', 'mymaster', '--redis-tls', '--redis-auth', PASSWORD], log), log);
+    assert.equal(r.started, false, `the service started: ${r.message}`);
+    assert.match(r.message, /127\.0\.0\.1:\d+ speaks plain Redis, not TLS/);
+    assert.ok(r.ms < 8000, `${Math.round(r.ms)} ms`);
+  });
+
   test('nothing listening: the service still starts on its failure policy', { timeout: 30_000 }, async () => {
     const log: string[] = [];
     const port = await freePort();
