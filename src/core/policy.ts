@@ -279,6 +279,30 @@ export class Policy {
     if (this.hasLog && !(leakyOnly && this.logStrict)) (log as Log).refund(cost);
   }
 
+  /**
+   * force — applies a charge decided elsewhere (the Redis store's local-first mode replays the charges its copy made
+   * since a sync was sent onto the global state the sync returned): `admitted` charges every rule as an admitted
+   * request, else only the strict rules (a refused request), whatever the rules would say of `s` now — the state may
+   * pass its limit (a debt). Each rule's next() at `now`: a time behind the state's is taken as the state's. The
+   * shared sliding log is not replayed (policies with slidingLog rules are not decided locally). Cost 0 changes nothing.
+   */
+  force(s: Float64Array, o: number, now: number, cost: number, admitted: boolean): void {
+    if (!(cost > 0)) return;
+    const n = this.scratch;
+    for (let i = 0; i < this.machines.length; i++) {
+      const k = this.kinds[i];
+      if (k < 0 || !(admitted || this.strict[i] === 1)) continue;
+      const off = this.offsets[i];
+      dispatch.next(k, this.machines[i] as Rule, s, o + off, now, cost, n, off);
+      for (let j = 0, size = this.sizes[i]; j < size; j++) s[o + off + j] = n[off + j];
+    }
+  }
+
+  /** hasStrict — whether a refused request charges anything (a rule, or the shared log, with strict accounting). */
+  get hasStrict(): boolean {
+    return this.strict.includes(1) || this.logStrict;
+  }
+
   /** evaluateSingle — evaluate() for a policy of one slice rule: the same steps without the loops. */
   private evaluateSingle(m: Rule, s: Float64Array, o: number, now: number, cost: number, veto: boolean): Decision {
     const n = this.scratch;

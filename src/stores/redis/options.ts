@@ -6,6 +6,7 @@
 import { RatekeeperError, show } from '../../core/errors.js';
 import { checkOptions } from '../../core/options.js';
 import type { NodeRedisLike, RedisClient } from './client.js';
+import { readLocalFirst, type LocalFirstOptions, type LocalFirstSettings } from './localFirst/options.js';
 
 /** OnError — what a check answers when Redis does not: refuse, admit, or decide on a local memory store. */
 export type OnError = 'deny' | 'allow' | 'memory';
@@ -62,9 +63,16 @@ export interface RedisStoreOptions {
    * @example redisStore({ client, wait: { replicas: 1, timeout: 50 } })
    */
   wait?: { replicas: number; timeout: number };
+  /**
+   * localFirst — decide in-process on a copy of each client's state, synced with Redis in batches, within a stated
+   * bound (docs/fleet-local.md; {@link LocalFirstOptions}). Policies with slidingLog rules or an automatic block stay
+   * in the exact mode. Undefined, or `maxUnsynced: 0`: the exact mode. @default undefined
+   * @example redisStore({ client, localFirst: { maxUnsynced: 5, flushEvery: '20ms' } })
+   */
+  localFirst?: LocalFirstOptions;
 }
 
-const REDIS_STORE_OPTIONS: ReadonlySet<string> = new Set(['client', 'prefix', 'timeout', 'onError', 'maxPending', 'fallbackMaxKeys', 'coalesce', 'wait']);
+const REDIS_STORE_OPTIONS: ReadonlySet<string> = new Set(['client', 'prefix', 'timeout', 'onError', 'maxPending', 'fallbackMaxKeys', 'coalesce', 'wait', 'localFirst']);
 
 /** Settings — the options read and checked, defaults filled in (the client aside: wire.ts). */
 export interface Settings {
@@ -76,6 +84,8 @@ export interface Settings {
   coalesce: boolean;
   /** wait — the replicas and timeout (ms) of WAIT, and the client's `call` that sends it (wait.ts). */
   wait: { replicas: number; timeout: number; call: (...a: (string | number)[]) => Promise<unknown> } | undefined;
+  /** localFirst — the local-first mode's settings (localFirst/options.ts); undefined: the exact mode. */
+  localFirst: LocalFirstSettings | undefined;
 }
 
 /** checkShape — `options` is an object of known options only (before the client is looked at). */
@@ -116,5 +126,6 @@ export function readSettings(options: RedisStoreOptions, c: RedisClient): Settin
     if (typeof call !== 'function') throw new RatekeeperError('redisStore.wait needs an ioredis client (its call method sends WAIT on the write\'s connection)');
     wait = { replicas: w.replicas, timeout: w.timeout, call: (...a) => call.call(c, ...a) };
   }
-  return { prefix, timeout, onError, maxPending, fallbackMaxKeys, coalesce, wait };
+  const localFirst = readLocalFirst(options.localFirst);
+  return { prefix, timeout, onError, maxPending, fallbackMaxKeys, coalesce, wait, localFirst };
 }

@@ -21,6 +21,9 @@ import { Calls, StoreUnavailableError, type Budget, type ScriptText } from './ca
 import { waiter, type Waiter } from './wait.js';
 import { OverrideIndex, type IndexRef, type Listed } from './overrides.js';
 import { RedisBound, type BoundHost } from './bound.js';
+import { LocalBound } from './localFirst/bound.js';
+import { LocalHub, type LocalFirstStats } from './localFirst/stats.js';
+import type { LocalFirstSettings } from './localFirst/options.js';
 
 /**
  * RedisStore — state in Redis (standalone or Cluster), one EVALSHA per check for the whole policy, decided by the
@@ -72,6 +75,28 @@ export class RedisStore implements Store, BoundHost {
     this.waitFor = this.waiter?.waitFor;
     this.calls = new Calls(c, s.timeout, s.maxPending, this.nodeOf, this.waitFor);
     this.index = new OverrideIndex(this.calls, c, s.prefix, this.nodeOf);
+    this.localFirst = s.localFirst;
+    if (s.localFirst !== undefined) this.localHub = new LocalHub();
+  }
+
+  /** localFirst — the local-first mode's settings (undefined: the exact mode); localHub — its shared part (stats.ts). */
+  readonly localFirst: LocalFirstSettings | undefined;
+  private readonly localHub: LocalHub | undefined;
+  /** locals — the bound policies decided locally (flushed and stopped by close). */
+  private readonly locals = new Set<LocalBound>();
+
+  /**
+   * localFirstStats — the local-first mode's counters (unsynced units, debt, syncs and their latency: stats.ts), a
+   * snapshot; undefined in the exact mode.
+   */
+  localFirstStats(): LocalFirstStats | undefined {
+    const h = this.localHub;
+    return h === undefined ? undefined : structuredClone(h.stats);
+  }
+
+  /** flush — sends every unsynced charge of the local-first mode now; resolves once Redis has answered or failed them. */
+  async flush(): Promise<void> {
+    await Promise.all([...this.locals].map((b) => b.flush()));
   }
 
   /** pending — commands sent and not yet settled by the client, over all servers (each server's budget <= maxPending). */
@@ -90,6 +115,12 @@ export class RedisStore implements Store, BoundHost {
   }
 
   attach(policy: Policy, namespace = ''): RedisBound {
+    const lf = this.localFirst;
+    if (lf !== undefined && LocalBound.eligible(policy)) {
+      const b = new LocalBound(this, policy, namespace, lf, this.localHub as LocalHub);
+      this.locals.add(b);
+      return b;
+    }
     return new RedisBound(this, policy, namespace);
   }
 
@@ -140,6 +171,8 @@ export class RedisStore implements Store, BoundHost {
     args[0] = now === undefined ? '' : String(now);
     for (let i = 0; i < n; i++) {
       const b = parts[i].bound as RedisBound;
+      // a part decided locally: checkAll decides each part and refunds (its copy must see its own charges)
+      if (b instanceof LocalBound) return undefined;
       bounds[i] = b;
       keys[i] = b.redisKey(parts[i].key);
       args[i + 1] = String(parts[i].cost);
@@ -186,10 +219,21 @@ export class RedisStore implements Store, BoundHost {
     return parts.map((p) => (p.bound as RedisBound).unavailable());
   }
 
-  /** close — stops the timeout timer and forgets the fallback's state; the client is the caller's to close. */
-  close(): void {
-    this.calls.close();
-    this.fallback?.close();
+  /**
+   * close — stops the timeout timer and forgets the fallback's state; the client is the caller's to close. In
+   * local-first mode, sends the unsynced charges first and resolves once Redis has answered them (or failed).
+   */
+  close(): void | Promise<void> {
+    if (this.locals.size === 0) {
+      this.calls.close();
+      this.fallback?.close();
+      return;
+    }
+    return this.flush().finally(() => {
+      for (const b of this.locals) b.close();
+      this.calls.close();
+      this.fallback?.close();
+    });
   }
 
   /** run — a script call within the store's timeout and pending bound (call.ts Calls.run). */

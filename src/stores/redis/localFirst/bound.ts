@@ -1,0 +1,407 @@
+/**
+ * localFirst/bound — LocalBound, one policy's view of the Redis store in local-first mode: each client's state is
+ * decided on an in-process copy by the core's own Policy (as the memory store decides), and the charges made here
+ * are sent to Redis by the policy's sync script (script.ts, lua/localFirst.lua) when the client has `maxUnsynced`
+ * units Redis has not seen or after `flushEvery`, whichever is first, many clients per call; the reply (the global
+ * state) replaces the copy, and the charges made since that flush was sent are replayed onto it. docs/fleet-local.md
+ * states the bound and derives it.
+ */
+import type { Decision, Override } from '../../../core/types.js';
+import type { Policy } from '../../../core/policy.js';
+import type { OverrideRequest } from '../../types.js';
+import { RedisBound, type BoundHost } from '../bound.js';
+import { slotOf } from '../slot.js';
+import { syncScript, type SyncScript } from './script.js';
+import type { LocalFirstSettings } from './options.js';
+import { KEEP, type LocalHub } from './stats.js';
+
+/** Flight — one flush of one client: its sequence number, its charges (triples t, cost, flag 1/0), their units, when it was first sent (performance.now()). */
+interface Flight {
+  seq: number;
+  charges: number[];
+  units: number;
+  first: number;
+  sent: number;
+}
+
+/**
+ * Copy — an instance's copy of one client. Invariant: `state` is the global state the latest answered sync returned
+ * (read at or after `synced`, performance.now() ms) with `unsent` replayed onto it; the units Redis has not seen are
+ * unsentUnits + the in-flight flight's + the failed one's (`retry`, re-sent as is before anything new).
+ */
+class Copy {
+  synced = -Infinity;
+  unsent: number[] = [];
+  unsentUnits = 0;
+  inflight: Flight | undefined;
+  retry: Flight | undefined;
+  seq = 0;
+  override: Override | undefined;
+  debt = false;
+  /** waiters — checks waiting for the in-flight (or next) sync's answer. */
+  waiters: { resolve: () => void; reject: (e: unknown) => void }[] = [];
+  constructor(readonly state: Float64Array) {}
+  get unseen(): number {
+    return this.unsentUnits + (this.inflight?.units ?? 0) + (this.retry?.units ?? 0);
+  }
+}
+
+/** BATCH — the most clients one sync call carries (standalone; a Cluster's calls carry the clients of one slot). */
+const BATCH = 128;
+/** ATTEMPTS — syncs a check waits for before it is decided by the exact mode's script (others keep taking the budget). */
+const ATTEMPTS = 4;
+
+/**
+ * LocalBound — RedisBound with the local-first mode's checks. Everything else (overrides, reset, refund, listing) is
+ * the exact mode's, after which the client's copy is refetched before its next decision.
+ */
+export class LocalBound extends RedisBound {
+  private readonly syncer: SyncScript;
+  private readonly copies = new Map<string, Copy>();
+  /** due — clients with unsent charges, by when they must be sent (performance.now() ms), in that order. */
+  private readonly due = new Map<string, number>();
+  /** urgent — clients to sync at the end of this tick. */
+  private urgent = new Set<string>();
+  private scheduled = false;
+  private timer: NodeJS.Timeout | undefined;
+  private timerAt = Infinity;
+  /** lastKey — the most recently used copy's key (its LRU move is skipped). */
+  private lastKey: string | undefined;
+  private readonly m: number;
+  private readonly every: number;
+  private readonly fresh: boolean;
+  private readonly maxKeys: number;
+
+  constructor(store: BoundHost, policy: Policy, namespace: string, readonly settings: LocalFirstSettings, readonly hub: LocalHub) {
+    super(store, policy, namespace);
+    this.syncer = syncScript(policy);
+    this.m = settings.maxUnsynced;
+    this.every = settings.flushEvery;
+    this.fresh = settings.cold === 'fresh';
+    this.maxKeys = settings.maxKeys;
+  }
+
+  /** eligible — whether a policy is decided locally: no slidingLog rule (its log is not replayed), no automatic block. */
+  static eligible(policy: Policy): boolean {
+    return !policy.hasLog && policy.blockFor === 0;
+  }
+
+  override evaluate(key: string, cost: number, now: number | undefined): Promise<Decision> {
+    const c = this.copies.get(key);
+    if (c !== undefined && this.ready(c, cost, performance.now())) return Promise.resolve(this.decide(key, c, cost, now));
+    return this.slow(key, cost, now);
+  }
+
+  /** ready — whether `c` may decide a request of `cost` now: fresh enough, and the charge within the budget. */
+  private ready(c: Copy, cost: number, p: number): boolean {
+    if (p - c.synced > this.every && !this.fresh) return false;
+    const unseen = c.unseen;
+    return unseen === 0 ? cost <= this.m : unseen + cost <= this.m;
+  }
+
+  /** slow — a check that needs a sync first (a cold or stale copy, a spent budget), or the exact mode (a cost above maxUnsynced). */
+  private async slow(key: string, cost: number, now: number | undefined): Promise<Decision> {
+    for (let attempt = 0; ; attempt++) {
+      let c = this.copies.get(key);
+      if (c === undefined) {
+        c = this.insert(key);
+        if (this.fresh) c.synced = performance.now();
+      }
+      if (this.ready(c, cost, performance.now())) return this.decide(key, c, cost, now);
+      if ((cost > this.m || attempt >= ATTEMPTS) && c.unseen === 0) return this.exact(key, c, cost, now);
+      try {
+        await this.awaitSync(key, c);
+      } catch (e) {
+        return this.failed(e, key, cost, now);
+      }
+    }
+  }
+
+  /** exact — the exact mode's check (a cost above the budget): Redis decides; the copy is refetched before its next decision. */
+  private async exact(key: string, c: Copy, cost: number, now: number | undefined): Promise<Decision> {
+    this.hub.stats.exact++;
+    const d = await super.evaluate(key, cost, now);
+    c.synced = -Infinity;
+    return d;
+  }
+
+  /** decide — the decision on the copy, by the core's Policy; what it charged is kept to be sent. */
+  private decide(key: string, c: Copy, cost: number, now: number | undefined): Decision {
+    const t = now ?? this.hub.now();
+    const ov = c.override !== undefined && c.override.until > t ? c.override : undefined;
+    const policy = this.policy;
+    const d = policy.evaluate(c.state, 0, undefined, t, cost, ov);
+    if (cost > 0 && ov === undefined) {
+      const r = d.reason;
+      if (r === 'allowed') this.charge(key, c, t, cost, 1);
+      else if ((r === 'limited' || r === 'dry-run') && policy.hasStrict) this.charge(key, c, t, cost, 0);
+    }
+    if (key !== this.lastKey) {
+      this.copies.delete(key);
+      this.copies.set(key, c);
+      this.lastKey = key;
+    }
+    return d;
+  }
+
+  /** charge — files a charge to be sent: at once past the budget, else by flushEvery from the first unsent one. */
+  private charge(key: string, c: Copy, t: number, cost: number, flag: number): void {
+    c.unsent.push(t, cost, flag);
+    c.unsentUnits += cost;
+    this.hub.stats.unsynced += cost;
+    if (c.unseen >= this.m) this.soon(key);
+    else if (!this.due.has(key)) this.schedule(key, performance.now() + this.every);
+  }
+
+  /** insert — a new copy (a fresh client's state until a sync says otherwise); past maxKeys the least recently used idle ones go. */
+  private insert(key: string): Copy {
+    const c = new Copy(new Float64Array(Math.max(1, this.policy.stateSize)));
+    this.copies.set(key, c);
+    this.hub.stats.copies++;
+    if (this.copies.size > this.maxKeys) {
+      let looked = 0;
+      for (const [k, old] of this.copies) {
+        if (this.copies.size <= this.maxKeys || looked++ >= 16 || k === key) break;
+        if (old.unseen === 0 && old.inflight === undefined && old.waiters.length === 0) {
+          this.copies.delete(k);
+          this.hub.stats.copies--;
+          if (old.debt) this.hub.stats.debt--;
+          if (k === this.lastKey) this.lastKey = undefined;
+        } else {
+          this.soon(k);
+        }
+      }
+    }
+    return c;
+  }
+
+  /** awaitSync — resolves at the next answer of a sync of `key` (the one in flight, or one sent at the end of this tick). */
+  private awaitSync(key: string, c: Copy): Promise<void> {
+    return new Promise((resolve, reject) => {
+      c.waiters.push({ resolve, reject });
+      if (c.inflight === undefined) this.soon(key);
+    });
+  }
+
+  /** soon — syncs `key` at the end of this tick, with every other client due then (one batch). */
+  private soon(key: string): void {
+    this.urgent.add(key);
+    if (!this.scheduled) {
+      this.scheduled = true;
+      process.nextTick(() => this.flushNow());
+    }
+  }
+
+  /** schedule — `key` is due at `at` (performance.now() ms); the one timer is armed for the earliest. */
+  private schedule(key: string, at: number): void {
+    this.due.delete(key);
+    this.due.set(key, at);
+    if (at < this.timerAt) this.arm(at);
+  }
+
+  private arm(at: number): void {
+    if (this.timer !== undefined) clearTimeout(this.timer);
+    this.timerAt = at;
+    this.timer = setTimeout(() => this.tick(), Math.max(0, Math.ceil(at - performance.now())));
+    this.timer.unref();
+  }
+
+  /** tick — the timer: every client due by now is synced; re-armed for the next. */
+  private tick(): void {
+    this.timer = undefined;
+    this.timerAt = Infinity;
+    const p = performance.now() + 0.5;
+    for (const [k, at] of this.due) {
+      if (at > p) {
+        this.arm(at);
+        break;
+      }
+      this.due.delete(k);
+      this.urgent.add(k);
+    }
+    this.flushNow();
+  }
+
+  /** flush — sends every unsent charge of this policy now; resolves when Redis has answered (or failed). */
+  async flush(): Promise<void> {
+    const waits: Promise<void>[] = [];
+    for (const [k, c] of this.copies) if (c.unseen > 0) waits.push(this.awaitSync(k, c).catch(() => undefined));
+    await Promise.all(waits);
+  }
+
+  /** close — stops the timer (the caller flushes first if it wants the charges sent). */
+  close(): void {
+    if (this.timer !== undefined) clearTimeout(this.timer);
+    this.timer = undefined;
+    this.timerAt = Infinity;
+  }
+
+  /** flushNow — one batch: a flight for every urgent client not already in flight, grouped into script calls. */
+  private flushNow(): void {
+    this.scheduled = false;
+    const keys = this.urgent;
+    this.urgent = new Set();
+    const groups = new Map<number, string[]>();
+    const cluster = this.store.isCluster;
+    const p = performance.now();
+    for (const key of keys) {
+      const c = this.copies.get(key);
+      if (c === undefined || c.inflight !== undefined) continue;
+      let f = c.retry;
+      if (f !== undefined) {
+        c.retry = undefined;
+      } else if (c.unsent.length > 0) {
+        f = { seq: ++c.seq, charges: c.unsent, units: c.unsentUnits, first: p, sent: p };
+        c.unsent = [];
+        c.unsentUnits = 0;
+        this.due.delete(key);
+      } else {
+        f = { seq: c.seq, charges: [], units: 0, first: p, sent: p };
+        this.hub.stats.fetches++;
+      }
+      f.sent = p;
+      c.inflight = f;
+      const g = cluster ? slotOf(this.redisKey(key)) : 0;
+      let list = groups.get(g);
+      if (list === undefined || list.length >= BATCH) {
+        if (list !== undefined) this.send(list);
+        list = [];
+        groups.set(g, list);
+      }
+      list.push(key);
+    }
+    for (const list of groups.values()) if (list.length > 0) this.send(list);
+  }
+
+  /** send — one sync call for these clients (each with its flight in c.inflight). */
+  private send(keys: string[]): void {
+    const redisKeys: string[] = [];
+    const args: string[] = [this.hub.id, String(KEEP), ''];
+    const copies: Copy[] = [];
+    for (const key of keys) {
+      const c = this.copies.get(key) as Copy;
+      copies.push(c);
+      const rk = this.redisKey(key);
+      redisKeys.push(rk, `${rk}~s`);
+      const f = c.inflight as Flight;
+      args.push(String(f.seq), String(f.charges.length / 3));
+      for (let i = 0; i < f.charges.length; i++) args.push(String(f.charges[i]));
+    }
+    const sent = performance.now();
+    this.hub.stats.calls++;
+    this.store.run(this.syncer.script, redisKeys, args, true).then(
+      (reply) => {
+        const at = performance.now();
+        this.hub.latency(at - sent);
+        const list = reply as Buffer[];
+        for (let i = 0; i < keys.length; i++) this.answered(keys[i], copies[i], list[i], at);
+      },
+      (e: unknown) => {
+        this.hub.stats.failures++;
+        this.store.noteFailure(e);
+        for (let i = 0; i < keys.length; i++) this.failedSync(keys[i], copies[i], e);
+      },
+    );
+  }
+
+  /** answered — a client's global state arrived: it replaces the copy, and the charges made since are replayed onto it. */
+  private answered(key: string, c: Copy, r: Buffer, at: number): void {
+    const f = c.inflight as Flight;
+    c.inflight = undefined;
+    const stats = this.hub.stats;
+    const kind = r.readDoubleLE(0);
+    const until = r.readDoubleLE(8);
+    const wall = r.readDoubleLE(16);
+    const applied = r.readDoubleLE(24);
+    this.hub.learn(wall, at);
+    stats.flushes++;
+    if (f.units > 0) {
+      stats.unsynced -= f.units;
+      stats.flushedUnits += f.units;
+      if (applied === 0) stats.duplicates++;
+    }
+    const pick = this.syncer.pick;
+    const s = c.state;
+    for (let i = 0; i < pick.length; i++) s[i] = r.readDoubleLE(32 + 8 * pick[i]);
+    if (kind > 1) {
+      const end = 32 + 8 * this.syncer.redisSize;
+      const o: Override = { kind: kind === 2 ? 'block' : 'exempt', until };
+      if (r.length > end) o.reason = r.toString('utf8', end + 1);
+      c.override = o;
+    } else {
+      c.override = undefined;
+    }
+    const u = c.unsent;
+    for (let i = 0; i < u.length; i += 3) this.policy.force(s, 0, u[i], u[i + 1], u[i + 2] === 1);
+    c.synced = f.sent;
+    const debt = !this.policy.verdict(s, 0, undefined, this.hub.now(), 1, undefined);
+    if (debt !== c.debt) {
+      stats.debt += debt ? 1 : -1;
+      c.debt = debt;
+    }
+    const waiters = c.waiters;
+    c.waiters = [];
+    for (const w of waiters) w.resolve();
+    if (c.retry !== undefined || c.unseen >= this.m) this.soon(key);
+  }
+
+  /** failedSync — a sync call failed: the flight is retried as is (same sequence: applied at most once), or given up after KEEP / 2. */
+  private failedSync(key: string, c: Copy, e: unknown): void {
+    const f = c.inflight as Flight;
+    c.inflight = undefined;
+    if (f.units > 0) {
+      if (performance.now() - f.first > KEEP / 2) {
+        this.hub.stats.lost += f.units;
+        this.hub.stats.unsynced -= f.units;
+      } else {
+        c.retry = f;
+        this.schedule(key, performance.now() + this.every);
+      }
+    }
+    const waiters = c.waiters;
+    c.waiters = [];
+    for (const w of waiters) w.reject(e);
+  }
+
+  // ---- the exact mode's operations: the client's copy is refetched before its next decision ----
+
+  /** stale — `key`'s copy is refetched before its next decision (after a write this instance made outside the sync). */
+  private stale(key: string, o?: Override | null): void {
+    const c = this.copies.get(key);
+    if (c === undefined) return;
+    c.synced = -Infinity;
+    if (o !== undefined) c.override = o ?? undefined;
+  }
+
+  override async setOverride(key: string, request: OverrideRequest, now: number | undefined): Promise<void> {
+    await super.setOverride(key, request, now);
+    const t = now ?? this.hub.now();
+    if (request.ifNone !== true) this.stale(key, { kind: request.kind, until: request.for === Infinity ? Infinity : t + request.for, reason: request.reason });
+    else this.stale(key);
+  }
+
+  override async clearOverride(key: string, kind: Override['kind']): Promise<void> {
+    await super.clearOverride(key, kind);
+    const c = this.copies.get(key);
+    this.stale(key, c?.override?.kind === kind ? null : undefined);
+  }
+
+  override async reset(key: string): Promise<void> {
+    await this.settle(key);
+    await super.reset(key);
+    this.stale(key);
+  }
+
+  override async refund(key: string, cost: number, now: number | undefined, leakyOnly: boolean): Promise<Decision> {
+    await this.settle(key);
+    const d = await super.refund(key, cost, now, leakyOnly);
+    this.stale(key);
+    return d;
+  }
+
+  /** settle — `key`'s unsynced charges sent and answered (so that an exact-mode write comes after them). */
+  private async settle(key: string): Promise<void> {
+    const c = this.copies.get(key);
+    for (let i = 0; c !== undefined && c.unseen > 0 && i < ATTEMPTS; i++) await this.awaitSync(key, c).catch(() => undefined);
+  }
+}

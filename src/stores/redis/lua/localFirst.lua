@@ -1,0 +1,113 @@
+--[[
+localFirst.lua — the sync of the Redis store's local-first mode (src/stores/redis/localFirst/): one call applies, for
+several clients of one policy, the charges an instance decided on its own copy, in the order they were made, each at
+its own time, and returns every client's global state, which replaces the instance's copy. The rules' code is their
+algorithms' own templates (gcra.lua …, `decide`, `report`, `adopt`), pasted by the composer
+(src/stores/redis/localFirst/script.ts) as policy.lua's body pastes them; the value is read and written in
+policy.lua's layout (record.lua), so the exact mode reads what this writes and the reverse (a mixed fleet keeps one
+state per client). A charge is applied whatever the state says (the instance has already answered it): the state may
+pass its limit, a debt the next decisions repay by refusing. A charge made at a time before the state's last update
+is applied at that update's time (each algorithm's rule for a clock behind the state: nothing refills or decays
+backwards), never earlier.
+
+KEYS — pairs, one per client: KEYS[2i−1] the client's value (`<prefix>{<client>}:<policy id>`), KEYS[2i] the sequence
+       hash of that value (`…~s`: per instance, the sequence number of the latest flush applied). Every key of one call
+       in one hash slot (the caller groups them so on a Cluster).
+ARGV[1] — the instance's id (a field of the sequence hashes).
+ARGV[2] — keep: ms a sequence hash is kept after the last flush written to it (the instance retries a flush for less).
+ARGV[3] — (unused, '')
+then, per client in KEYS order: seq (the flush's sequence number for this client and instance, an integer; a flush
+       whose seq is not above the stored one was applied already — a retry or a late duplicate — and changes nothing),
+       m (the count of charges), then m triples: t (ms since the epoch, the charge's own time), cost (cost units > 0),
+       flag ('1' admitted: every rule charged; '0' refused: the strict rules only).
+Returns one string per client: little-endian doubles — kind (1 no override, 2 block, 3 exempt: the header as stored,
+live or not), until (the override's end, ms on the checks' clock; 0 without one), wall (the server's TIME, ms),
+applied (1 the charges were applied, 0 none or a duplicate), then the rules' state as stored (policy.lua's $STATE) —
+then, for an override with a reason, 'r' and the reason's bytes.
+]]
+
+--@@ sync
+local inst, keep = ARGV[1], tonumber(ARGV[2])
+local wall
+do
+  local tm = redis.call('TIME')
+  wall = tonumber(tm[1]) * 1000 + tonumber(tm[2]) / 1000
+end
+local F = function(key, skey, p)
+  $BODY
+end
+local out = {}
+local p = 4
+for k = 1, #KEYS, 2 do
+  out[#out + 1], p = F(KEYS[k], KEYS[k + 1], p)
+end
+return out
+
+--@@ body
+local seq, m = tonumber(ARGV[p]), tonumber(ARGV[p + 1])
+local q = p + 2
+local np = q + 3 * m
+local apply = false
+if m > 0 then
+  local last = redis.call('HGET', skey, inst)
+  apply = not last or tonumber(last) < seq
+end
+-- sclock — false: the numbers stored are the charges' times, not the server's clock (no compact form is written)
+local sclock = false
+-- lnow — the latest charge's time, or the server's (a fetch): where the report that sets the expiry is made
+local lnow = wall
+if m > 0 then
+  lnow = tonumber(ARGV[np - 3])
+  if lnow > wall then lnow = wall end
+end
+local now = lnow
+$FETCH
+-- the override's header: kept as it is; a charge made while it was in force is dropped (the exact mode charges
+-- nothing under a block or exemption)
+local at, okind, ountil, oreason = 2, 1, 0
+if v and byte(v, 1) == 111 then
+  local untilMs, oe, se, rlen = unpack('<dddd', v, 3)
+  at = 35
+  if rlen >= 0 then
+    oreason = sub(v, 35, 34 + rlen)
+    at = 35 + rlen
+  end
+  ountil = untilMs
+  if byte(v, 2) == 98 then okind = 2 else okind = 3 end
+end
+$LOCALS
+$LOAD
+local changed = false
+local cost, allowed, admitted = 0, true, true
+$ADOPT
+if apply then
+  for j = q, np - 1, 3 do
+    local t = tonumber(ARGV[j])
+    if not (okind > 1 and ountil > t) then
+      now, cost = t, tonumber(ARGV[j + 1])
+      local all = ARGV[j + 2] == '1'
+      $DECIDE
+      if all then
+        $CHARGE_ALL
+      else
+        $CHARGE_STRICT
+      end
+      changed = true
+    end
+  end
+  redis.call('HSET', skey, inst, seq)
+  redis.call('PEXPIRE', skey, keep)
+end
+now, cost = lnow, 0
+$REPORT
+if changed then
+  -- the header has ended by the time of a charge applied under it: the value is the state alone, as the exact
+  -- mode writes it once an override is over; to expire when the state decides as a fresh client's would
+  okind, ountil, oreason = 1, 0, nil
+  if fresh > 0 then
+    $STORE
+  else
+    redis.call('DEL', key)
+  end
+end
+return pack('$REPLY_FMT', okind, ountil, wall, apply and 1 or 0, $STATE) .. (oreason and ('r' .. oreason) or ''), np
