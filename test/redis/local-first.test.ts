@@ -1,0 +1,117 @@
+/**
+ * The local-first mode's bound (docs/fleet-local.md), with real processes: N = 4 processes hammer one key, each
+ * deciding on its own copy and syncing by maxUnsynced / flushEvery; what they admit together is within
+ * [exact, exact + (N − 1) × maxUnsynced] for every algorithm decided locally, on a standalone server and on the
+ * 3-master Cluster, and the script calls per check (INFO commandstats) are at most 1 / maxUnsynced.
+ */
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { fork, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
+import { RedisCluster, RedisServer } from '../support/redis.js';
+import type { WorkerConfig } from './local-first-worker.js';
+
+const WORKER = fileURLToPath(new URL('./local-first-worker.js', import.meta.url));
+
+/** EXACT — what the exact mode admits of 100/1h hammered at once (EARRRL: its burst 1 + (limit/per)/λ with halfLife = per). */
+const EXACT: Record<string, number> = { fixedWindow: 100, slidingWindow: 100, tokenBucket: 100, leakyBucket: 100, gcra: 100, exponential: 100, earrrl: 145 };
+const N = 4;
+const M = 5;
+
+/** scriptCalls — EVAL and EVALSHA calls served so far by these servers (INFO commandstats). */
+function scriptCalls(servers: RedisServer[]): number {
+  let n = 0;
+  for (const s of servers) {
+    const info = s.cli('INFO', 'commandstats');
+    for (const m of info.matchAll(/cmdstat_(?:evalsha|eval):calls=(\d+)/g)) n += Number(m[1]);
+  }
+  return n;
+}
+
+/** awayFromBoundary — waits while Redis's clock is within 15 s of an epoch hour, where windows of 1h legitimately restart. */
+async function awayFromBoundary(s: RedisServer): Promise<void> {
+  const [sec] = s.cli('TIME').split('\n').map(Number);
+  const into = (sec * 1000) % 3_600_000;
+  if (into > 3_600_000 - 15_000) await new Promise((r) => setTimeout(r, 3_600_000 - into + 1_000));
+}
+
+export interface Result { admitted: number; unavailable: number; stats: { flushes: number; duplicates: number; unsynced: number } }
+
+/** fleet — N workers of `config` started, released at once; their results (the workers are killed at the end). */
+export async function fleet(config: Omit<WorkerConfig, 'prefix'> & { prefix?: string }, n = N, during?: (workers: ChildProcess[]) => Promise<void>): Promise<Result[]> {
+  const prefix = config.prefix ?? `lf:${randomBytes(4).toString('hex')}:`;
+  const workers: ChildProcess[] = [];
+  try {
+    const ready: Promise<unknown>[] = [];
+    for (let i = 0; i < n; i++) {
+      const w = fork(WORKER, [JSON.stringify({ ...config, prefix })], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+      workers.push(w);
+      ready.push(new Promise((resolve, reject) => {
+        w.once('message', resolve);
+        w.once('exit', (code) => reject(new Error(`worker exited with ${code}`)));
+      }));
+    }
+    await Promise.all(ready);
+    const results = workers.map((w) => new Promise<Result>((resolve) => w.once('message', (m) => resolve(m as Result))));
+    for (const w of workers) w.send('go');
+    if (during !== undefined) await during(workers);
+    return await Promise.all(results);
+  } finally {
+    for (const w of workers) if (w.exitCode === null) w.kill('SIGKILL');
+  }
+}
+
+const ALGORITHMS = ['fixedWindow', 'slidingWindow', 'tokenBucket', 'leakyBucket', 'gcra', 'earrrl', 'exponential'] as const;
+
+describe('standalone', () => {
+  let server: RedisServer;
+  before(async () => {
+    server = await RedisServer.start();
+  });
+  after(async () => {
+    await server.stop();
+  });
+  for (const algorithm of ALGORITHMS) {
+    test(`${algorithm}: ${N} processes × 500 checks (50 in flight) on one key, maxUnsynced ${M}: admitted within [exact, exact + (N − 1) × ${M}], script calls per check <= 1/${M}`, async () => {
+      await awayFromBoundary(server);
+      const calls = scriptCalls([server]);
+      const rs = await fleet({ ports: [server.port], cluster: false, algorithm, limit: 100, per: '1h', checks: 500, inFlight: 50, maxUnsynced: M, flushEvery: 20 });
+      const used = scriptCalls([server]) - calls - N; // less each worker's warm-up peek
+      const admitted = rs.reduce((a, r) => a + r.admitted, 0);
+      assert.equal(rs.reduce((a, r) => a + r.unavailable, 0), 0);
+      const exact = EXACT[algorithm];
+      assert.ok(admitted >= exact && admitted <= exact + (N - 1) * M, `admitted ${admitted}, bound [${exact}, ${exact + (N - 1) * M}]`);
+      // a leaky rule charges only what it admits; a strict one (earrrl) every check: 1/M per charge, plus each
+      // instance's first fetch and its last, partial flush
+      const charged = algorithm === 'earrrl' ? N * 500 : admitted;
+      assert.ok(used <= charged / M + 2 * N, `${used} script calls for ${N * 500} checks, ${charged} units charged`);
+      assert.ok(used / (N * 500) <= 1 / M + (2 * N) / (N * 500), `${used} script calls for ${N * 500} checks`);
+      for (const r of rs) assert.equal(r.stats.unsynced, 0);
+    });
+  }
+});
+
+describe('cluster', () => {
+  let cluster: RedisCluster;
+  before(async () => {
+    cluster = await RedisCluster.start();
+  });
+  after(async () => {
+    await cluster.stop();
+  });
+  for (const algorithm of ALGORITHMS) {
+    test(`${algorithm} on the 3-master Cluster: ${N} processes × 500 checks, admitted within [exact, exact + (N − 1) × ${M}]`, async () => {
+      await awayFromBoundary(cluster.nodes[0]);
+      const calls = scriptCalls(cluster.nodes);
+      const rs = await fleet({ ports: cluster.nodes.map((n) => n.port), cluster: true, algorithm, limit: 100, per: '1h', checks: 500, inFlight: 50, maxUnsynced: M, flushEvery: 20 });
+      const used = scriptCalls(cluster.nodes) - calls - N;
+      const admitted = rs.reduce((a, r) => a + r.admitted, 0);
+      assert.equal(rs.reduce((a, r) => a + r.unavailable, 0), 0);
+      const exact = EXACT[algorithm];
+      assert.ok(admitted >= exact && admitted <= exact + (N - 1) * M, `admitted ${admitted}, bound [${exact}, ${exact + (N - 1) * M}]`);
+      const charged = algorithm === 'earrrl' ? N * 500 : admitted;
+      assert.ok(used <= charged / M + 2 * N, `${used} script calls for ${N * 500} checks, ${charged} units charged`);
+    });
+  }
+});
