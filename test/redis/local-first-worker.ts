@@ -44,6 +44,7 @@ async function main(): Promise<void> {
   process.send?.('ready');
   process.on('message', async () => {
     const key = c.key ?? 'one-key';
+    const t0 = performance.now();
     let admitted = 0;
     let unavailable = 0;
     let next = 0;
@@ -57,12 +58,13 @@ async function main(): Promise<void> {
     };
     await Promise.all(Array.from({ length: c.inFlight }, one));
     const stats = (store as RedisStore).localFirstStats();
+    const elapsed = performance.now() - t0;
     if (c.hold) {
-      process.send?.({ admitted, unavailable, stats });
+      process.send?.({ admitted, unavailable, stats, elapsed });
       return;
     }
     await store.flush();
-    process.send?.({ admitted, unavailable, stats: (store as RedisStore).localFirstStats() });
+    process.send?.({ admitted, unavailable, stats: (store as RedisStore).localFirstStats(), elapsed });
     client.disconnect();
   });
 }

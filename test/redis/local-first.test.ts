@@ -36,7 +36,7 @@ async function awayFromBoundary(s: RedisServer): Promise<void> {
   if (into > 3_600_000 - 15_000) await new Promise((r) => setTimeout(r, 3_600_000 - into + 1_000));
 }
 
-export interface Result { admitted: number; unavailable: number; stats: { flushes: number; duplicates: number; unsynced: number } }
+export interface Result { admitted: number; unavailable: number; elapsed: number; stats: { flushes: number; duplicates: number; unsynced: number } }
 
 /** fleet — N workers of `config` started, released at once; their results (the workers are killed at the end). */
 export async function fleet(config: Omit<WorkerConfig, 'prefix'> & { prefix?: string }, n = N, during?: (workers: ChildProcess[]) => Promise<void>): Promise<Result[]> {
@@ -82,11 +82,11 @@ describe('standalone', () => {
       assert.equal(rs.reduce((a, r) => a + r.unavailable, 0), 0);
       const exact = EXACT[algorithm];
       assert.ok(admitted >= exact && admitted <= exact + (N - 1) * M, `admitted ${admitted}, bound [${exact}, ${exact + (N - 1) * M}]`);
-      // a leaky rule charges only what it admits; a strict one (earrrl) every check: 1/M per charge, plus each
-      // instance's first fetch and its last, partial flush
+      // a leaky rule charges only what it admits; a strict one (earrrl) every check: one call per M units charged,
+      // plus per instance its first fetch, its last partial flush, and per flushEvery of the run one refetch of a stale copy and one partial flush
       const charged = algorithm === 'earrrl' ? N * 500 : admitted;
-      assert.ok(used <= charged / M + 2 * N, `${used} script calls for ${N * 500} checks, ${charged} units charged`);
-      assert.ok(used / (N * 500) <= 1 / M + (2 * N) / (N * 500), `${used} script calls for ${N * 500} checks`);
+      const extra = N * (2 + (2 * Math.max(...rs.map((r) => r.elapsed))) / 20);
+      assert.ok(used <= charged / M + extra, `${used} script calls for ${N * 500} checks, ${charged} units charged, ${extra} allowed beyond`);
       for (const r of rs) assert.equal(r.stats.unsynced, 0);
     });
   }
@@ -111,7 +111,8 @@ describe('cluster', () => {
       const exact = EXACT[algorithm];
       assert.ok(admitted >= exact && admitted <= exact + (N - 1) * M, `admitted ${admitted}, bound [${exact}, ${exact + (N - 1) * M}]`);
       const charged = algorithm === 'earrrl' ? N * 500 : admitted;
-      assert.ok(used <= charged / M + 2 * N, `${used} script calls for ${N * 500} checks, ${charged} units charged`);
+      const extra = N * (2 + (2 * Math.max(...rs.map((r) => r.elapsed))) / 20);
+      assert.ok(used <= charged / M + extra, `${used} script calls for ${N * 500} checks, ${charged} units charged, ${extra} allowed beyond`);
     });
   }
 });
