@@ -6,13 +6,8 @@
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { fork, type ChildProcess } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
-import { fileURLToPath } from 'node:url';
 import { RedisCluster, RedisServer } from '../support/redis.js';
-import type { WorkerConfig } from './local-first-worker.js';
-
-const WORKER = fileURLToPath(new URL('./local-first-worker.js', import.meta.url));
+import { fleet } from './local-first-fleet.js';
 
 /** EXACT — what the exact mode admits of 100/1h hammered at once (EARRRL: its burst 1 + (limit/per)/λ with halfLife = per). */
 const EXACT: Record<string, number> = { fixedWindow: 100, slidingWindow: 100, tokenBucket: 100, leakyBucket: 100, gcra: 100, exponential: 100, earrrl: 145 };
@@ -34,32 +29,6 @@ async function awayFromBoundary(s: RedisServer): Promise<void> {
   const [sec] = s.cli('TIME').split('\n').map(Number);
   const into = (sec * 1000) % 3_600_000;
   if (into > 3_600_000 - 15_000) await new Promise((r) => setTimeout(r, 3_600_000 - into + 1_000));
-}
-
-export interface Result { admitted: number; unavailable: number; elapsed: number; stats: { flushes: number; duplicates: number; unsynced: number } }
-
-/** fleet — N workers of `config` started, released at once; their results (the workers are killed at the end). */
-export async function fleet(config: Omit<WorkerConfig, 'prefix'> & { prefix?: string }, n = N, during?: (workers: ChildProcess[]) => Promise<void>): Promise<Result[]> {
-  const prefix = config.prefix ?? `lf:${randomBytes(4).toString('hex')}:`;
-  const workers: ChildProcess[] = [];
-  try {
-    const ready: Promise<unknown>[] = [];
-    for (let i = 0; i < n; i++) {
-      const w = fork(WORKER, [JSON.stringify({ ...config, prefix })], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
-      workers.push(w);
-      ready.push(new Promise((resolve, reject) => {
-        w.once('message', resolve);
-        w.once('exit', (code) => reject(new Error(`worker exited with ${code}`)));
-      }));
-    }
-    await Promise.all(ready);
-    const results = workers.map((w) => new Promise<Result>((resolve) => w.once('message', (m) => resolve(m as Result))));
-    for (const w of workers) w.send('go');
-    if (during !== undefined) await during(workers);
-    return await Promise.all(results);
-  } finally {
-    for (const w of workers) if (w.exitCode === null) w.kill('SIGKILL');
-  }
 }
 
 const ALGORITHMS = ['fixedWindow', 'slidingWindow', 'tokenBucket', 'leakyBucket', 'gcra', 'earrrl', 'exponential'] as const;

@@ -104,6 +104,8 @@ export class LocalBound extends RedisBound {
     for (let attempt = 0; ; attempt++) {
       let c = this.copies.get(key);
       if (c === undefined) {
+        // no room for another copy (maxKeys, every old one still unsynced): this check is decided exactly, without one
+        if (!this.room()) return this.exactWithout(key, cost, now);
         c = this.insert(key);
         if (this.fresh) c.synced = performance.now();
       }
@@ -153,26 +155,39 @@ export class LocalBound extends RedisBound {
     else if (!this.due.has(key)) this.schedule(key, performance.now() + this.every);
   }
 
-  /** insert — a new copy (a fresh client's state until a sync says otherwise); past maxKeys the least recently used idle ones go. */
+  /** insert — a new copy (a fresh client's state until a sync says otherwise); the caller made room (room()). */
   private insert(key: string): Copy {
     const c = new Copy(new Float64Array(Math.max(1, this.policy.stateSize)));
     this.copies.set(key, c);
     this.hub.stats.copies++;
-    if (this.copies.size > this.maxKeys) {
-      let looked = 0;
-      for (const [k, old] of this.copies) {
-        if (this.copies.size <= this.maxKeys || looked++ >= 16 || k === key) break;
-        if (old.unseen === 0 && old.inflight === undefined && old.waiters.length === 0) {
-          this.copies.delete(k);
-          this.hub.stats.copies--;
-          if (old.debt) this.hub.stats.debt--;
-          if (k === this.lastKey) this.lastKey = undefined;
-        } else {
-          this.soon(k);
-        }
+    return c;
+  }
+
+  /**
+   * room — whether another copy fits under maxKeys, after dropping the least recently used idle ones (nothing unsynced,
+   * nothing in flight) among the 16 oldest; the oldest with unsynced charges are sent at once (idle once answered).
+   */
+  private room(): boolean {
+    if (this.copies.size < this.maxKeys) return true;
+    let looked = 0;
+    for (const [k, old] of this.copies) {
+      if (this.copies.size < this.maxKeys || looked++ >= 16) break;
+      if (old.unseen === 0 && old.inflight === undefined && old.waiters.length === 0) {
+        this.copies.delete(k);
+        this.hub.stats.copies--;
+        if (old.debt) this.hub.stats.debt--;
+        if (k === this.lastKey) this.lastKey = undefined;
+      } else {
+        this.soon(k);
       }
     }
-    return c;
+    return this.copies.size < this.maxKeys;
+  }
+
+  /** exactWithout — the exact mode's check of a client this instance keeps no copy of (no room under maxKeys). */
+  private exactWithout(key: string, cost: number, now: number | undefined): Promise<Decision> {
+    this.hub.stats.exact++;
+    return super.evaluate(key, cost, now);
   }
 
   /** awaitSync — resolves at the next answer of a sync of `key` (the one in flight, or one sent at the end of this tick). */

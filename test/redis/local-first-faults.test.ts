@@ -1,0 +1,175 @@
+/**
+ * The local-first mode under faults and attacks: an instance killed with unsynced cost loses at most its maxUnsynced
+ * per key; a flush that Redis runs after the store gave up on it (SIGSTOP) and its retry are applied once; a Redis
+ * restart during flushes and an outage longer than the budget are answered by the failure policy, and the store
+ * recovers; a flood of distinct keys keeps at most maxKeys copies; a cost above maxUnsynced is decided exactly; a
+ * clock stepping back admits nothing more; bad options are errors naming the option.
+ */
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Redis } from 'ioredis';
+import { RedisServer } from '../support/redis.js';
+import { limiter } from '../../src/limiter.js';
+import { rules } from '../../src/core/rules.js';
+import { redisStore, type RedisStore } from '../../src/stores/redis/index.js';
+import { fleet } from './local-first-fleet.js';
+
+let server: RedisServer;
+let client: Redis;
+before(async () => {
+  server = await RedisServer.start();
+  client = new Redis({ host: '127.0.0.1', port: server.port, maxRetriesPerRequest: 1 });
+  client.on('error', () => {});
+});
+after(async () => {
+  client.disconnect();
+  await server.stop();
+});
+
+let n = 0;
+const fresh = (): string => `lff:${n++}:`;
+const BASE = 480_000 * 3_600_000 + 1_000;
+
+describe('faults', () => {
+  test('4 instances killed with unsynced cost: Redis holds what they admitted, less at most maxUnsynced each', async () => {
+    const prefix = fresh();
+    const rs = await fleet({ prefix, ports: [server.port], cluster: false, algorithm: 'fixedWindow', limit: 100_000, per: '1h', checks: 103, inFlight: 1, maxUnsynced: 5, flushEvery: 60_000, hold: true });
+    const admitted = rs.reduce((a, r) => a + r.admitted, 0);
+    assert.equal(admitted, 412);
+    const exact = limiter({ rules: [rules.fixedWindow({ limit: 100_000, per: '1h' })], store: redisStore({ client, prefix }) });
+    const counted = 100_000 - (await exact.peek('one-key')).remaining;
+    assert.ok(counted <= admitted && counted >= admitted - 4 * 5, `Redis counted ${counted} of ${admitted} admitted`);
+  });
+
+  test('a flush Redis runs after the store gave up on it (SIGSTOP) and its retry are applied once', async () => {
+    const prefix = fresh();
+    const store = redisStore({ client, prefix, timeout: 150, localFirst: { maxUnsynced: 5, flushEvery: '10ms' } });
+    const lim = limiter({ rules: [rules.fixedWindow({ limit: 1000, per: '1h' })], store });
+    for (let i = 0; i < 3; i++) assert.equal((await lim.check('k', { now: BASE + i })).allowed, true);
+    server.pause();
+    try {
+      await store.flush(); // given up after 150 ms; the command waits in the server's socket
+      assert.equal(store.localFirstStats()?.failures, 1);
+      assert.equal(store.localFirstStats()?.unsynced, 3);
+    } finally {
+      server.resume();
+    }
+    for (let i = 0; i < 100 && (store.localFirstStats()?.unsynced ?? 1) > 0; i++) await sleep(20);
+    const s = store.localFirstStats();
+    assert.equal(s?.unsynced, 0);
+    assert.equal(s?.duplicates, 1, 'the retry found the late flush applied');
+    const exact = limiter({ rules: [rules.fixedWindow({ limit: 1000, per: '1h' })], store: redisStore({ client, prefix }) });
+    assert.equal((await exact.peek('k', { now: BASE + 10 })).remaining, 997);
+    await store.close();
+  });
+
+  test('Redis paused past the budget: the failure policy answers; then the store recovers', async () => {
+    const prefix = fresh();
+    const store = redisStore({ client, prefix, timeout: 100, onError: 'deny', localFirst: { maxUnsynced: 2, flushEvery: '10ms' } });
+    const lim = limiter({ rules: [rules.gcra({ limit: 1000, per: '1h' })], store });
+    assert.equal((await lim.check('k')).allowed, true);
+    server.pause();
+    let unavailable = 0;
+    try {
+      for (let i = 0; i < 6; i++) if ((await lim.check('k')).reason === 'store-unavailable') unavailable++;
+    } finally {
+      server.resume();
+    }
+    assert.ok(unavailable >= 3, `${unavailable} answered by the failure policy`);
+    await sleep(50);
+    for (let i = 0; i < 5; i++) assert.equal((await lim.check('k')).reason, 'allowed');
+    await store.flush();
+    assert.equal(store.localFirstStats()?.unsynced, 0);
+    await store.close();
+  });
+
+  test('Redis restarted during flushes: checks are answered throughout, and the store syncs again once it is back', async () => {
+    const prefix = fresh();
+    const c = new Redis({ host: '127.0.0.1', port: server.port, maxRetriesPerRequest: 1 });
+    c.on('error', () => {});
+    const store = redisStore({ client: c, prefix, timeout: 200, onError: 'allow', localFirst: { maxUnsynced: 3, flushEvery: '5ms' } });
+    const lim = limiter({ rules: [rules.tokenBucket({ limit: 1000, per: '1h' })], store });
+    let answered = 0;
+    const run = (async () => {
+      for (let i = 0; i < 200; i++) {
+        await lim.check('k');
+        answered++;
+        await sleep(1);
+      }
+    })();
+    await sleep(30);
+    await server.restart();
+    await run;
+    assert.equal(answered, 200);
+    for (let i = 0; i < 100 && (await lim.check('k')).reason !== 'allowed'; i++) await sleep(50);
+    assert.equal((await lim.check('k')).reason, 'allowed');
+    await store.flush();
+    assert.equal(store.localFirstStats()?.unsynced, 0);
+    await store.close();
+    c.disconnect();
+  });
+});
+
+describe('attacks', () => {
+  test('a flood of 20 000 distinct keys keeps at most maxKeys copies (past it, a key without room is decided exactly)', async () => {
+    const store = redisStore({ client, prefix: fresh(), localFirst: { maxUnsynced: 5, flushEvery: '20ms', cold: 'fresh', maxKeys: 500 } });
+    const lim = limiter({ rules: [rules.gcra({ limit: 10, per: '1m' })], store });
+    let most = 0;
+    for (let i = 0; i < 20_000; i++) {
+      await lim.check(`flood:${i}`);
+      most = Math.max(most, store.localFirstStats()?.copies ?? 0);
+      if (i % 1000 === 0) await sleep(1); // the replies arrive (a flood in one turn of the event loop is decided exactly past maxKeys)
+    }
+    await store.flush();
+    for (let i = 0; i < 10; i++) await lim.check(`flood:again:${i}`);
+    assert.ok(most <= 500, `at most ${most} copies during the flood`);
+    await store.close();
+  });
+
+  test('a cost above maxUnsynced is decided by the exact mode, after the unsynced charges', async () => {
+    const prefix = fresh();
+    const store = redisStore({ client, prefix, localFirst: { maxUnsynced: 5, flushEvery: '1s' } });
+    const lim = limiter({ rules: [rules.tokenBucket({ limit: 100, per: '1h' })], store });
+    for (let i = 0; i < 4; i++) await lim.check('k', { now: BASE });
+    const big = await lim.check('k', { now: BASE, cost: 90 });
+    assert.equal(big.allowed, true);
+    assert.equal(big.remaining, 6);
+    assert.equal((await lim.check('k', { now: BASE, cost: 7 })).allowed, false); // the exact mode's refusal: 6 left
+    assert.equal(store.localFirstStats()?.exact, 2);
+    assert.equal((await lim.check('k', { now: BASE, cost: 5 })).remaining, 1);
+    await store.close();
+  });
+
+  test('a clock stepping back decides as the memory store does (each algorithm keeps its state\'s time)', async () => {
+    for (const algorithm of ['gcra', 'tokenBucket', 'fixedWindow', 'earrrl'] as const) {
+      const rule = algorithm === 'earrrl' ? rules.earrrl({ limit: 10, per: '1h', halfLife: '1h' }) : rules[algorithm]({ limit: 10, per: '1h' });
+      const store = redisStore({ client, prefix: fresh(), localFirst: { maxUnsynced: 5, flushEvery: '1s' } });
+      const lim = limiter({ rules: [rule], store });
+      const mem = limiter({ rules: [rule] });
+      for (let i = 0; i < 30; i++) {
+        const now = BASE - (i % 7) * 60_000 + i;
+        const [a, b] = [await lim.check('k', { now }), await mem.check('k', { now })];
+        assert.deepEqual([a.allowed, a.remaining, a.retryAfter], [b.allowed, b.remaining, b.retryAfter], `${algorithm} #${i}`);
+      }
+      await store.close();
+    }
+  });
+
+  test('bad options are errors naming the option', () => {
+    const bad: [unknown, RegExp][] = [
+      [{ maxUnsynced: 5, flushEvery: 0 }, /localFirst\.flushEvery must be a duration > 0/],
+      [{ maxUnsynced: 5, flushEvery: '0ms' }, /localFirst\.flushEvery must be a finite duration > 0/],
+      [{ maxUnsynced: 5, flushEvery: '2h' }, /localFirst\.flushEvery must be at most 60000 ms/],
+      [{ maxUnsynced: 5 }, /localFirst\.flushEvery is required/],
+      [{ maxUnsynced: -1, flushEvery: '20ms' }, /localFirst\.maxUnsynced must be a finite number/],
+      [{ maxUnsynced: Infinity, flushEvery: '20ms' }, /localFirst\.maxUnsynced must be a finite number/],
+      [{ maxUnsynced: 5, flushEvery: '20ms', cold: 'warm' }, /localFirst\.cold must be 'fetch' or 'fresh'/],
+      [{ maxUnsynced: 5, flushEvery: '20ms', maxKeys: 0 }, /localFirst\.maxKeys must be an integer >= 1/],
+      [{ maxUnsynced: 5, flushEvery: '20ms', flushevery: 1 }, /localFirst/],
+      [5, /redisStore\.localFirst must be an object/],
+    ];
+    for (const [o, re] of bad) assert.throws(() => redisStore({ client, localFirst: o as never }), re, JSON.stringify(o));
+    assert.equal((redisStore({ client, localFirst: { maxUnsynced: 0, flushEvery: '20ms' } }) as RedisStore).localFirst, undefined, 'maxUnsynced 0: the exact mode');
+  });
+});
