@@ -31,6 +31,10 @@ interface Flight {
  */
 class Copy {
   synced = -Infinity;
+  /** must — the copy lacks a write made outside the sync (an exact check, an override, a reset): refetched before any decision, whatever `cold` says. */
+  must = false;
+  /** mustSince — performance.now() when `must` was set: a sync sent after it clears it. */
+  mustSince = 0;
   unsent: number[] = [];
   unsentUnits = 0;
   inflight: Flight | undefined;
@@ -94,7 +98,7 @@ export class LocalBound extends RedisBound {
 
   /** ready — whether `c` may decide a request of `cost` now: fresh enough, and the charge within the budget. */
   private ready(c: Copy, cost: number, p: number): boolean {
-    if (p - c.synced > this.every && !this.fresh) return false;
+    if (c.must || (p - c.synced > this.every && !this.fresh)) return false;
     const unseen = c.unseen;
     return unseen === 0 ? cost <= this.m : unseen + cost <= this.m;
   }
@@ -119,12 +123,16 @@ export class LocalBound extends RedisBound {
     }
   }
 
-  /** exact — the exact mode's check (a cost above the budget): Redis decides; the copy is refetched before its next decision. */
-  private async exact(key: string, c: Copy, cost: number, now: number | undefined): Promise<Decision> {
+  /**
+   * exact — the exact mode's check (a cost above the budget): Redis decides. The copy is stale from before it is sent,
+   * so that no check decides on a copy that lacks this instance's own charge: the next ones refetch it, and their
+   * fetch, sent after it on the same connection, sees it.
+   */
+  private exact(key: string, c: Copy, cost: number, now: number | undefined): Promise<Decision> {
     this.hub.stats.exact++;
-    const d = await super.evaluate(key, cost, now);
-    c.synced = -Infinity;
-    return d;
+    c.must = true;
+    c.mustSince = performance.now();
+    return super.evaluate(key, cost, now);
   }
 
   /** decide — the decision on the copy, by the core's Policy; what it charged is kept to be sent. */
@@ -349,6 +357,7 @@ export class LocalBound extends RedisBound {
     const u = c.unsent;
     for (let i = 0; i < u.length; i += 3) this.policy.force(s, 0, u[i], u[i + 1], u[i + 2] === 1);
     c.synced = f.sent;
+    if (f.sent >= c.mustSince) c.must = false;
     const debt = !this.policy.verdict(s, 0, undefined, this.hub.now(), 1, undefined);
     if (debt !== c.debt) {
       stats.debt += debt ? 1 : -1;
@@ -385,6 +394,8 @@ export class LocalBound extends RedisBound {
     const c = this.copies.get(key);
     if (c === undefined) return;
     c.synced = -Infinity;
+    c.must = true;
+    c.mustSince = performance.now();
     if (o !== undefined) c.override = o ?? undefined;
   }
 
