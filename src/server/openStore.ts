@@ -95,7 +95,8 @@ export async function openStore(options: ServeOptions, logger: Logger): Promise<
   });
   const onError = options.onStoreError ?? 'memory';
   const wait = r.waitReplicas !== undefined ? { replicas: r.waitReplicas, timeout: r.waitTimeout ?? 50 } : undefined;
-  const store = redisStore({ client, prefix: options.prefix, onError, timeout: options.storeTimeout, fallbackMaxKeys: options.maxKeys, ...(wait ? { wait } : {}) });
+  const localFirst = r.maxUnsynced !== undefined ? { maxUnsynced: r.maxUnsynced, flushEvery: r.flushEvery ?? 20, cold: r.coldFresh === true ? 'fresh' as const : 'fetch' as const } : undefined;
+  const store = redisStore({ client, prefix: options.prefix, onError, timeout: options.storeTimeout, fallbackMaxKeys: options.maxKeys, ...(wait ? { wait } : {}), ...(localFirst ? { localFirst } : {}) });
   const standalone = plan.connect.mode === 'cluster' ? undefined : (describeStore(options).fields.url ?? plan.describe);
   const watch = new StoreWatch({ read: () => store.health(), log: logger, name: (n) => (n === 'redis' && standalone !== undefined ? standalone : n), onStoreError: onError });
   watch.start();

@@ -39,6 +39,14 @@ export interface RedisFlags {
   /** waitReplicas, waitTimeout — WAIT after each charging call: replicas to wait for, and for how long (ms). */
   waitReplicas?: number;
   waitTimeout?: number;
+  /**
+   * maxUnsynced, flushEvery, coldFresh — the store's local-first mode (`--redis-max-unsynced`, `--redis-flush-every`,
+   * `--redis-cold-fresh`; docs/fleet-local.md): cost units per client decided here before Redis sees them, the longest
+   * a charge waits (ms), cold clients decided as fresh. maxUnsynced undefined or 0: the exact mode.
+   */
+  maxUnsynced?: number;
+  flushEvery?: number;
+  coldFresh?: boolean;
   from: Record<string, string>;
 }
 
@@ -48,6 +56,7 @@ export const REDIS_FLAGS = {
   'redis-auth': { type: 'string' }, 'redis-tls': { type: 'boolean' }, 'redis-tls-ca': { type: 'string' },
   'redis-tls-cert': { type: 'string' }, 'redis-tls-key': { type: 'string' }, 'redis-tls-skip-hostname-verification': { type: 'boolean' },
   'redis-connect-timeout': { type: 'string' }, 'redis-wait-replicas': { type: 'string' }, 'redis-wait-timeout': { type: 'string' },
+  'redis-max-unsynced': { type: 'string' }, 'redis-flush-every': { type: 'string' }, 'redis-cold-fresh': { type: 'boolean' },
 } as const;
 
 /** REDIS_HELP — the help text of these flags (a section of `ratekeeper serve --help`). */
@@ -66,6 +75,12 @@ export const REDIS_HELP = `  --redis-sentinel HOSTS   Redis Sentinel: the Sentin
                            fails at once)                              REDIS_TIMEOUT (a Go duration)  default: 10000
   --redis-wait-replicas N  WAIT for N replicas after each charging call, in the same round trip
   --redis-wait-timeout MS  WAIT's timeout                                                      default: 50
+  --redis-max-unsynced N   local-first: cost units per client decided here before Redis sees them
+                           (0: exact; with N instances at most (N − 1) × N units beyond: docs/fleet-local.md)
+  --redis-flush-every MS   local-first: the longest a charge waits to be sent, and the oldest copy
+                           decided on (ms, or a duration: 20ms, 1s; at most 60 s)                default: 20
+  --redis-cold-fresh       local-first: decide a client with no fresh copy as fresh (no round trip;
+                           bound N × max-unsynced, blocks learned at the first flush)
 `;
 
 /** UsageError — thrown for a bad flag; the CLI maps it to exit code 2 (it takes the CLI's own class). */
@@ -162,6 +177,24 @@ export function redisFlags(f: Record<string, string | boolean | undefined>, env:
     if (!Number.isInteger(n) || n < 1 || n > 2 ** 31 - 1) throw new Usage(`--redis-wait-timeout must be an integer number of ms >= 1 (WAIT 0 would wait forever), got ${show(wt)}`);
     if (wr === undefined) throw new Usage('--redis-wait-timeout needs --redis-wait-replicas');
     r.waitTimeout = n;
+  }
+  const mu = str('redis-max-unsynced');
+  if (mu !== undefined) {
+    const n = Number(mu);
+    if (!Number.isFinite(n) || n < 0 || mu.trim() === '') throw new Usage(`--redis-max-unsynced must be a number of cost units >= 0 (0: the exact mode), got ${show(mu)}`);
+    if (n > 0) r.maxUnsynced = n;
+    from.maxUnsynced = '--redis-max-unsynced';
+  }
+  const fe = str('redis-flush-every');
+  if (fe !== undefined) {
+    if (mu === undefined) throw new Usage('--redis-flush-every needs --redis-max-unsynced (the local-first mode)');
+    const ms = /^\s*\d+(\.\d+)?\s*$/.test(fe) ? Number(fe) : goDuration(fe);
+    if (ms === undefined || !(ms > 0) || ms > 60_000) throw new Usage(`--redis-flush-every must be ms > 0 and at most 60000 (or a duration like 20ms, 1s), got ${show(fe)}`);
+    r.flushEvery = ms;
+  }
+  if (f['redis-cold-fresh'] === true) {
+    if (mu === undefined) throw new Usage('--redis-cold-fresh needs --redis-max-unsynced (the local-first mode)');
+    r.coldFresh = true;
   }
   // REDIS_SOCKET_TYPE (envoyproxy/ratelimit's default: unix): unix makes REDIS_URL a socket's path
   const socketType = set(env.REDIS_SOCKET_TYPE)?.toLowerCase();

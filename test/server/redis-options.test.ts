@@ -99,6 +99,21 @@ test('--redis-wait-replicas and --redis-wait-timeout; the store checks WAIT agai
   assert.throws(() => redisStore({ client: fake, wait: { replicas: 0, timeout: 50 } }), /redisStore.wait must be/);
 });
 
+test('--redis-max-unsynced, --redis-flush-every, --redis-cold-fresh: the store\'s local-first mode', () => {
+  const o = opts(['--redis', 'h:1', '--redis-max-unsynced', '5', '--redis-flush-every', '20ms', '--redis-cold-fresh']);
+  assert.equal(o.redisConnect?.maxUnsynced, 5);
+  assert.equal(o.redisConnect?.flushEvery, 20);
+  assert.equal(o.redisConnect?.coldFresh, true);
+  assert.equal(opts(['--redis', 'h:1', '--redis-max-unsynced', '5', '--redis-flush-every', '35']).redisConnect?.flushEvery, 35);
+  assert.equal(opts(['--redis', 'h:1', '--redis-max-unsynced', '0']).redisConnect?.maxUnsynced, undefined);
+  assert.throws(() => opts(['--redis-flush-every', '20']), /--redis-flush-every needs --redis-max-unsynced/);
+  assert.throws(() => opts(['--redis-cold-fresh']), /--redis-cold-fresh needs --redis-max-unsynced/);
+  assert.throws(() => opts(['--redis-max-unsynced=-1']), /--redis-max-unsynced must be a number of cost units >= 0/);
+  assert.throws(() => opts(['--redis-max-unsynced', 'lots']), /--redis-max-unsynced must be/);
+  assert.throws(() => opts(['--redis-max-unsynced', '5', '--redis-flush-every', '0']), /--redis-flush-every must be ms > 0/);
+  assert.throws(() => opts(['--redis-max-unsynced', '5', '--redis-flush-every', '2m']), /at most 60000/);
+});
+
 test('no usage error, URL error or description shows a password', () => {
   const secret = 'hunter2-secret';
   for (const argv of [['--redis', `ftp://u:${secret}@h:1`], ['--redis', `rediss://u:${secret}@h:notaport`], ['--redis-cluster', `rediss://u:${secret}@h:1,redis://h:2`]]) {
@@ -114,7 +129,7 @@ test('no usage error, URL error or description shows a password', () => {
 
 test('the help names every Redis flag and variable', () => {
   for (const name of ['--redis-sentinel', '--redis-sentinel-master', '--redis-sentinel-auth', '--redis-auth', '--redis-tls', '--redis-tls-ca', '--redis-tls-cert', '--redis-tls-key',
-    '--redis-tls-skip-hostname-verification', '--redis-connect-timeout', '--redis-wait-replicas', '--redis-wait-timeout', 'REDIS_SENTINEL_AUTH', 'REDIS_AUTH', 'REDIS_TLS_CACERT',
+    '--redis-tls-skip-hostname-verification', '--redis-connect-timeout', '--redis-wait-replicas', '--redis-wait-timeout', '--redis-max-unsynced', '--redis-flush-every', '--redis-cold-fresh', 'REDIS_SENTINEL_AUTH', 'REDIS_AUTH', 'REDIS_TLS_CACERT',
     'REDIS_TLS_CLIENT_CERT', 'REDIS_TLS_CLIENT_KEY', 'REDIS_TLS_SKIP_HOSTNAME_VERIFICATION', 'REDIS_TIMEOUT', 'rediss://']) {
     assert.ok(SERVE_HELP.includes(name), name);
   }
