@@ -2,6 +2,7 @@ import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
 import type { Decision } from '../core/types.js';
 import { FastHistogram, type Series } from './histogram.js';
 import { NEAR_LIMIT_RATIO as NEAR } from './envoy.js';
+import type { LocalFirstStats } from '../stores/redis/localFirst/stats.js';
 
 /** Outcome — what one rule's hit counts as: envoy's within/near/over limit and shadow mode, plus the library's reasons. */
 export type Outcome = 'within_limit' | 'near_limit' | 'over_limit' | 'shadow_mode' | 'blocked' | 'exempt' | 'store_unavailable';
@@ -101,6 +102,37 @@ export class Metrics {
       collectDefaultMetrics({ register: this.registry });
       dropMisnamedDefaults(this.registry);
     }
+  }
+
+  /**
+   * localFirst — the Redis store's local-first mode (docs/fleet-local.md) as `ratekeeper_redis_local_*`, read from
+   * `read` (RedisStore.localFirstStats) at each scrape: unsynced units, clients in debt, copies held, syncs, units
+   * flushed, failures, duplicates, units lost, checks decided exactly, and the syncs' round trips (sum, count, max).
+   */
+  localFirst(read: () => LocalFirstStats | undefined): void {
+    const registers = [this.registry];
+    let last: LocalFirstStats | undefined;
+    // one read per scrape: the first metric collected reads, the others reuse it
+    const stats = (first: boolean): LocalFirstStats | undefined => (first || last === undefined ? (last = read()) : last);
+    const gauge = (name: string, help: string, pick: (s: LocalFirstStats) => number, first = false): void => {
+      new Gauge({ name, help, registers, collect() { const s = stats(first); if (s !== undefined) this.set(pick(s)); } });
+    };
+    const counter = (name: string, help: string, pick: (s: LocalFirstStats) => number): void => {
+      new Counter({ name, help, registers, collect() { const s = stats(false); if (s !== undefined) { this.reset(); this.inc(pick(s)); } } });
+    };
+    gauge('ratekeeper_redis_local_unsynced_units', 'Local-first: cost units charged here that Redis has not acknowledged', (s) => s.unsynced, true);
+    gauge('ratekeeper_redis_local_debt_clients', 'Local-first: clients whose global state, as last synced, is over its limit (owing)', (s) => s.debt);
+    gauge('ratekeeper_redis_local_copies', 'Local-first: clients this instance holds a copy of', (s) => s.copies);
+    gauge('ratekeeper_redis_local_sync_seconds_max', 'Local-first: the longest sync round trip so far', (s) => s.latency.max / 1000);
+    counter('ratekeeper_redis_local_syncs_total', 'Local-first: clients synced (flushes and fetches answered)', (s) => s.flushes);
+    counter('ratekeeper_redis_local_fetches_total', 'Local-first: syncs sent only to read a cold or stale copy', (s) => s.fetches);
+    counter('ratekeeper_redis_local_sync_calls_total', 'Local-first: script calls that carried syncs (many clients per call)', (s) => s.calls);
+    counter('ratekeeper_redis_local_flushed_units_total', 'Local-first: cost units Redis acknowledged', (s) => s.flushedUnits);
+    counter('ratekeeper_redis_local_sync_failures_total', 'Local-first: sync calls that failed or timed out (retried with the same sequence)', (s) => s.failures);
+    counter('ratekeeper_redis_local_duplicates_total', 'Local-first: flushes Redis had applied already (applied once)', (s) => s.duplicates);
+    counter('ratekeeper_redis_local_lost_units_total', 'Local-first: cost units given up after retrying for a minute', (s) => s.lost);
+    counter('ratekeeper_redis_local_exact_total', 'Local-first: checks decided by the exact mode (a cost above maxUnsynced, no room for a copy)', (s) => s.exact);
+    counter('ratekeeper_redis_local_sync_seconds_total', 'Local-first: the syncs\' round trips, summed (divided by sync_calls_total: the mean)', (s) => s.latency.sum / 1000);
   }
 
   /**

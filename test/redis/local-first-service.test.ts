@@ -1,0 +1,47 @@
+/**
+ * The service in local-first mode (--redis-max-unsynced, --redis-flush-every): a native policy on a real Redis decides
+ * within the bound (one instance: exactly the limit), and /metrics shows ratekeeper_redis_local_* (unsynced units,
+ * clients in debt, syncs and their round trips), which promtool accepts when installed.
+ */
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { RedisServer } from '../support/redis.js';
+import { startService, type Running } from '../../src/server/serve.js';
+import { http, metric } from '../server/procs.js';
+import { configFile } from '../server/support.js';
+
+let redis: RedisServer;
+let running: Running;
+before(async () => {
+  redis = await RedisServer.start();
+  running = await startService({
+    config: configFile('domain: api\ndescriptors:\n  - key: user\n    rate_limit: { unit: hour, requests_per_unit: 20, algorithm: gcra }\n'), port: 0, grpcPort: 0, redis: `redis://127.0.0.1:${redis.port}`, prefix: 'lfs:',
+    redisConnect: { maxUnsynced: 5, flushEvery: 20, from: {} }, log: () => undefined,
+  });
+});
+after(async () => {
+  await running?.close();
+  await redis?.stop();
+});
+
+test('serve with --redis-max-unsynced 5: one instance admits exactly the limit; /metrics shows the local-first counters', async () => {
+  let ok = 0;
+  for (let i = 0; i < 40; i++) {
+    const r = await http(running.httpPort!, 'POST', '/json', { domain: 'api', descriptors: [{ entries: [{ key: 'user', value: 'alice' }] }] });
+    if (r.status === 200) ok++;
+  }
+  assert.equal(ok, 20);
+  await new Promise((r) => setTimeout(r, 60)); // the last partial flush (flushEvery 20 ms)
+  const text = (await http(running.httpPort!, 'GET', '/metrics')).text;
+  assert.equal(metric(text, 'ratekeeper_redis_local_unsynced_units'), 0);
+  assert.equal(metric(text, 'ratekeeper_redis_local_flushed_units_total'), 20);
+  assert.equal(metric(text, 'ratekeeper_redis_local_debt_clients'), 1);
+  assert.ok((metric(text, 'ratekeeper_redis_local_syncs_total') ?? 0) >= 4);
+  assert.ok((metric(text, 'ratekeeper_redis_local_sync_seconds_total') ?? 0) > 0);
+  const promtool = spawnSync('promtool', ['check', 'metrics'], { input: text, encoding: 'utf8' });
+  if (promtool.error === undefined) assert.equal(promtool.status, 0, promtool.stdout + promtool.stderr);
+  // the exact mode reads what the local-first mode wrote: one state per client
+  const keys = redis.cli('--scan', '--pattern', 'lfs:*').split('\n');
+  assert.equal(keys.filter((k) => !k.endsWith('~s')).length, 1, keys.join(' '));
+});
