@@ -12,13 +12,13 @@ const WORKER = fileURLToPath(new URL('./local-first-worker.js', import.meta.url)
 export interface Result { admitted: number; unavailable: number; elapsed: number; stats: { flushes: number; duplicates: number; unsynced: number } }
 
 /** fleet — N workers of `config` started, released at once; their results (the workers are killed at the end). */
-export async function fleet(config: Omit<WorkerConfig, 'prefix'> & { prefix?: string }, n = 4, during?: (workers: ChildProcess[]) => Promise<void>): Promise<Result[]> {
+export async function fleet(config: Omit<WorkerConfig, 'prefix'> & { prefix?: string }, n = 4, during?: (workers: ChildProcess[]) => Promise<void>, each?: (i: number) => Partial<WorkerConfig>): Promise<Result[]> {
   const prefix = config.prefix ?? `lf:${randomBytes(4).toString('hex')}:`;
   const workers: ChildProcess[] = [];
   try {
     const ready: Promise<unknown>[] = [];
     for (let i = 0; i < n; i++) {
-      const w = fork(WORKER, [JSON.stringify({ ...config, prefix })], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+      const w = fork(WORKER, [JSON.stringify({ ...config, prefix, ...each?.(i) })], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
       workers.push(w);
       ready.push(new Promise((resolve, reject) => {
         w.once('message', resolve);

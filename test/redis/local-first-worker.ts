@@ -38,7 +38,7 @@ async function main(): Promise<void> {
   const rule = c.algorithm === 'earrrl'
     ? rules.earrrl({ limit: c.limit, per: c.per, halfLife: c.per })
     : (rules[c.algorithm as Exclude<Algorithm, 'earrrl'>] as (o: { limit: number; per: string }) => ReturnType<typeof rules.gcra>)({ limit: c.limit, per: c.per });
-  const store = redisStore({ client, prefix: c.prefix, timeout: 10_000, localFirst: { maxUnsynced: c.maxUnsynced, flushEvery: c.flushEvery, cold: c.cold } });
+  const store = redisStore({ client, prefix: c.prefix, timeout: 10_000, ...(c.maxUnsynced > 0 ? { localFirst: { maxUnsynced: c.maxUnsynced, flushEvery: c.flushEvery, cold: c.cold } } : {}) });
   const lim = limiter({ rules: [rule], store });
   await lim.peek('warm-up'); // the scripts' connection ready before the start
   process.send?.('ready');
@@ -63,7 +63,7 @@ async function main(): Promise<void> {
       process.send?.({ admitted, unavailable, stats, elapsed });
       return;
     }
-    await store.flush();
+    await (store as RedisStore).flush();
     process.send?.({ admitted, unavailable, stats: (store as RedisStore).localFirstStats(), elapsed });
     client.disconnect();
   });

@@ -61,6 +61,27 @@ describe('standalone', () => {
   }
 });
 
+describe('mixed modes (a rolling upgrade)', () => {
+  let server: RedisServer;
+  before(async () => {
+    server = await RedisServer.start();
+  });
+  after(async () => {
+    await server.stop();
+  });
+  for (const algorithm of ['gcra', 'tokenBucket', 'fixedWindow'] as const) {
+    test(`${algorithm}: 2 processes in the exact mode and 2 in local-first on one key share one state: admitted within [100, 100 + 2 × ${M}]`, async () => {
+      await awayFromBoundary(server);
+      const rs = await fleet({ ports: [server.port], cluster: false, algorithm, limit: 100, per: '1h', checks: 500, inFlight: 50, maxUnsynced: M, flushEvery: 20 },
+        N, undefined, (i) => (i < 2 ? { maxUnsynced: 0 } : {}));
+      const admitted = rs.reduce((a, r) => a + r.admitted, 0);
+      assert.equal(rs.reduce((a, r) => a + r.unavailable, 0), 0);
+      assert.ok(admitted >= 100 && admitted <= 100 + 2 * M, `admitted ${admitted}`);
+      assert.ok(rs[0].admitted > 0 || rs[1].admitted > 0 || admitted === 100, 'the exact instances took part');
+    });
+  }
+});
+
 describe('cluster', () => {
   let cluster: RedisCluster;
   before(async () => {
