@@ -30,7 +30,10 @@ const KEYS = 10_000;
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 2);
 /** ROUNDS — every throughput measure is repeated this many times, the measures alternating; the best of each is shown. */
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
-/** PARTS — the parts to run (BENCH_PARTS): speed (throughput, one at a time, the denial cache), log (the sliding log's length), memory. */
+/**
+ * PARTS — the parts to run (BENCH_PARTS): speed (throughput, one at a time, the denial cache), log (the sliding log's
+ * length), memory; `local` (not run by default): the local-first mode against the memory store (docs/fleet-local.md).
+ */
 const PARTS = new Set((process.env.BENCH_PARTS ?? 'speed,log,memory').split(','));
 
 /** Usage — what one measure cost: checks per second, and CPU µs per check on the Node side and in redis-server. */
@@ -363,6 +366,72 @@ if (PARTS.has('memory')) {
       server.cli('CONFIG', 'SET', 'maxmemory', '0');
     }
     console.log(`| ${name} | ${usage} | ${Math.round(bytes)} | ${underLru} |`);
+  }
+  server.cli('FLUSHALL');
+}
+
+if (PARTS.has('local')) {
+  // the local-first mode (docs/fleet-local.md) beside the memory store's check(), one check at a time, the two
+  // interleaved per check in every round (BENCH_ROUNDS): p50 per round, median and spread over rounds; script calls
+  // (EVALSHA + EVAL, INFO commandstats) per check. The event loop is given a turn every 64 checks (unmeasured), as a
+  // server's I/O gives it: the flushes' replies and timers run there.
+  const { memoryStore } = await import('../src/stores/memory.js');
+  const calls = (): number => [...server.cli('INFO', 'commandstats').matchAll(/cmdstat_(?:evalsha|eval):calls=(\d+)/g)].reduce((a, m) => a + Number(m[1]), 0);
+  const turn = (): Promise<void> => new Promise((r) => setImmediate(r));
+  const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[xs.length >> 1];
+  /** rounds — per round, p50 (µs) of each of `fns` over `n` checks of key(i), interleaved; and the script calls per check of fns[0]. */
+  async function rounds(fns: ((i: number) => Promise<unknown>)[], n: number, key0: number): Promise<{ p50: number[][]; perCheck: number[] }> {
+    const p50: number[][] = fns.map(() => []);
+    const perCheck: number[] = [];
+    let base = key0;
+    for (let r = 0; r < ROUNDS; r++) {
+      const lat = fns.map(() => new Float64Array(n));
+      const c0 = calls();
+      for (let i = 0; i < n; i++) {
+        for (let f = 0; f < fns.length; f++) {
+          const t = performance.now();
+          await fns[f](base + i);
+          lat[f][i] = performance.now() - t;
+        }
+        if ((i & 63) === 63) await turn();
+      }
+      await new Promise((res) => setTimeout(res, 50));
+      perCheck.push((calls() - c0) / n);
+      base += n;
+      lat.forEach((l, f) => {
+        l.sort();
+        p50[f].push(l[n >> 1] * 1000);
+      });
+    }
+    return { p50, perCheck };
+  }
+  const spread = (xs: number[]): string => `${fmt(median(xs))} (${fmt(Math.min(...xs))}–${fmt(Math.max(...xs))})`;
+  const hot = [rules.gcra({ limit: 1e9, per: '1s', name: 'gcra' })];
+  console.log(`\n### Local-first mode (${ROUNDS} rounds, one check at a time; p50 µs: median (min–max) over rounds)\n`);
+  console.log('| measure | local-first p50 | memory store p50 | ratio | script calls per check | bound |\n|---|---:|---:|---:|---:|---:|');
+  for (const m of [5, 20, 100]) {
+    const lf = new RedisStore({ client, prefix: `benchlf${m}:`, localFirst: { maxUnsynced: m, flushEvery: '20ms' } });
+    const limLf = limiter({ rules: hot, store: lf });
+    const limMem = limiter({ rules: hot, store: memoryStore() });
+    const r = await rounds([() => limLf.check('hot'), () => limMem.check('hot')], 20_000, 0);
+    const ratios = r.p50[0].map((x, i) => x / r.p50[1][i]);
+    console.log(`| hot key, maxUnsynced ${m} | ${spread(r.p50[0])} | ${spread(r.p50[1])} | ${median(ratios).toFixed(2)}× | ${median(r.perCheck).toFixed(4)} | ${(1 / m).toFixed(4)} |`);
+    await lf.close();
+  }
+  {
+    // 100 000 cold keys, each checked once per round (cold: 'fresh': no round trip), flushEvery 20 ms
+    const KEYS_COLD = 100_000;
+    const lf = new RedisStore({ client, prefix: 'benchlfc:', localFirst: { maxUnsynced: 5, flushEvery: '20ms', cold: 'fresh', maxKeys: 200_000 } });
+    const limLf = limiter({ rules: hot, store: lf });
+    const limMem = limiter({ rules: hot, store: memoryStore({ maxKeys: 200_000 }) });
+    const t0 = performance.now();
+    const r = await rounds([(i) => limLf.check(`cold:${i % KEYS_COLD}`), (i) => limMem.check(`cold:${i % KEYS_COLD}`)], KEYS_COLD, 0);
+    const seconds = (performance.now() - t0) / 1000;
+    const ratios = r.p50[0].map((x, i) => x / r.p50[1][i]);
+    const s = lf.localFirstStats();
+    // calls per key per flushEvery: each key is checked once per round, so it is due once per round at most
+    console.log(`| 100 000 cold keys, cold: 'fresh' | ${spread(r.p50[0])} | ${spread(r.p50[1])} | ${median(ratios).toFixed(2)}× | ${median(r.perCheck).toFixed(4)} (${s?.flushes} clients synced in ${s?.calls} calls, ${((s?.flushes ?? 0) / (s?.calls || 1)).toFixed(0)} per call, ${seconds.toFixed(1)} s) | <= 1 per key per flushEvery |`);
+    await lf.close();
   }
   server.cli('FLUSHALL');
 }
