@@ -5,6 +5,8 @@
  * units Redis has not seen or after `flushEvery`, whichever is first, many clients per call; the reply (the global
  * state) replaces the copy, and the charges made since that flush was sent are replayed onto it. docs/fleet-local.md
  * states the bound and derives it.
+ * Long because the copy's life is one state machine (decide, charge, schedule, send, answer, fail, refetch after an
+ * exact-mode write) whose steps share its fields; split, each file would reach into the others' invariants.
  */
 import type { Decision, Override } from '../../../core/types.js';
 import type { Policy } from '../../../core/policy.js';
