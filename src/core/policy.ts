@@ -1,3 +1,8 @@
+/**
+ * policy — Policy: several rules decided all-or-nothing over one client's state, with blocks, exemptions and dry-run.
+ * Long because Policy is one class over its compiled rules' private layout: evaluate, verdict, refund, the local-first
+ * mode's replay (force), the reports, overrides and adoption all read it, and splitting it would expose that layout.
+ */
 import type { Decision, Override, RuleOutcome } from './types.js';
 import { measured, type Rule, type RuleConfig } from './algorithms/common.js';
 import { RatekeeperError, show } from './errors.js';
@@ -15,8 +20,6 @@ import * as dispatch from './algorithms/dispatch.js';
 /**
  * Outcome, Verdict — RuleOutcome and Decision as classes: every instance has the same fields in the same order
  * (rate and delay are undefined where not measured), so the hot path allocates objects of one shape.
- * Long because Policy is one class over its compiled rules' private layout: evaluate, verdict, refund, the local-first
- * mode's replay (force), the reports, overrides and adoption all read it, and splitting it would expose that layout.
  */
 export class Outcome implements RuleOutcome {
   constructor(

@@ -10,6 +10,7 @@ import { X509Certificate } from 'node:crypto';
 import { RatekeeperError, show } from '../core/errors.js';
 import { redactUrl } from '../core/redact.js';
 import type { RedisConnectOptions, RedisNode } from '../stores/redis/connect.js';
+import { localFirstFlags } from './localFirstFlags.js';
 
 /**
  * RedisFlags — the Redis options of `ratekeeper serve` besides `--redis` / `--redis-cluster` (ServeOptions.redisConnect).
@@ -178,24 +179,7 @@ export function redisFlags(f: Record<string, string | boolean | undefined>, env:
     if (wr === undefined) throw new Usage('--redis-wait-timeout needs --redis-wait-replicas');
     r.waitTimeout = n;
   }
-  const mu = str('redis-max-unsynced');
-  if (mu !== undefined) {
-    const n = Number(mu);
-    if (!Number.isFinite(n) || n < 0 || mu.trim() === '') throw new Usage(`--redis-max-unsynced must be a number of cost units >= 0 (0: the exact mode), got ${show(mu)}`);
-    if (n > 0) r.maxUnsynced = n;
-    from.maxUnsynced = '--redis-max-unsynced';
-  }
-  const fe = str('redis-flush-every');
-  if (fe !== undefined) {
-    if (mu === undefined) throw new Usage('--redis-flush-every needs --redis-max-unsynced (the local-first mode)');
-    const ms = /^\s*\d+(\.\d+)?\s*$/.test(fe) ? Number(fe) : goDuration(fe);
-    if (ms === undefined || !(ms > 0) || ms > 60_000) throw new Usage(`--redis-flush-every must be ms > 0 and at most 60000 (or a duration like 20ms, 1s), got ${show(fe)}`);
-    r.flushEvery = ms;
-  }
-  if (f['redis-cold-fresh'] === true) {
-    if (mu === undefined) throw new Usage('--redis-cold-fresh needs --redis-max-unsynced (the local-first mode)');
-    r.coldFresh = true;
-  }
+  localFirstFlags(r, str, f['redis-cold-fresh'] === true, Usage);
   // REDIS_SOCKET_TYPE (envoyproxy/ratelimit's default: unix): unix makes REDIS_URL a socket's path
   const socketType = set(env.REDIS_SOCKET_TYPE)?.toLowerCase();
   if (socketType !== undefined && socketType !== 'tcp' && socketType !== 'unix') throw new Usage(`REDIS_SOCKET_TYPE must be tcp or unix, got ${show(env.REDIS_SOCKET_TYPE)}`);
