@@ -127,6 +127,35 @@ describe('attacks', () => {
     await store.close();
   });
 
+  test('a copy dropped for room (maxKeys) and made again sends its charges with a fresh sequence number: none is taken for a duplicate', async () => {
+    const prefix = fresh();
+    const store = redisStore({ client, prefix, localFirst: { maxUnsynced: 2, flushEvery: '1s', maxKeys: 4 } });
+    const lim = limiter({ rules: [rules.fixedWindow({ limit: 1000, per: '1h' })], store });
+    let sent = 0;
+    for (let round = 0; round < 3; round++) {
+      for (const k of ['a', 'b', 'c', 'd', 'e', 'f']) {
+        for (let i = 0; i < 2; i++) if ((await lim.check(k, { now: BASE + round })).allowed) sent++;
+        await store.flush();
+      }
+    }
+    assert.equal(sent, 36);
+    assert.equal(store.localFirstStats()?.duplicates, 0);
+    const exact = limiter({ rules: [rules.fixedWindow({ limit: 1000, per: '1h' })], store: redisStore({ client, prefix }) });
+    for (const k of ['a', 'b', 'c', 'd', 'e', 'f']) assert.equal((await exact.peek(k, { now: BASE + 5 })).remaining, 1000 - 6, k);
+    await store.close();
+  });
+
+  test('the copies\' clock (the server\'s, learned from replies) never steps back, even when the server\'s clock does', async () => {
+    const { LocalHub } = await import('../../src/stores/redis/localFirst/stats.js');
+    const hub = new LocalHub();
+    hub.learn(2_000_000, performance.now());
+    const a = hub.now();
+    hub.learn(1_000_000, performance.now() + 6_000); // a sample 5 s later from a server clock stepped back ~1000 s
+    const b = hub.now();
+    assert.ok(b >= a, `${b} < ${a}`);
+    assert.ok(Math.abs(a - 2_000_000) < 1_000, `${a}`);
+  });
+
   test('a cost above maxUnsynced is decided by the exact mode, after the unsynced charges', async () => {
     const prefix = fresh();
     const store = redisStore({ client, prefix, localFirst: { maxUnsynced: 5, flushEvery: '1s' } });

@@ -41,7 +41,6 @@ class Copy {
   unsentUnits = 0;
   inflight: Flight | undefined;
   retry: Flight | undefined;
-  seq = 0;
   override: Override | undefined;
   debt = false;
   /** waiters — checks waiting for the in-flight (or next) sync's answer. */
@@ -276,12 +275,12 @@ export class LocalBound extends RedisBound {
       if (f !== undefined) {
         c.retry = undefined;
       } else if (c.unsent.length > 0) {
-        f = { seq: ++c.seq, charges: c.unsent, units: c.unsentUnits, first: p, sent: p };
+        f = { seq: this.hub.nextSeq(), charges: c.unsent, units: c.unsentUnits, first: p, sent: p };
         c.unsent = [];
         c.unsentUnits = 0;
         this.due.delete(key);
       } else {
-        f = { seq: c.seq, charges: [], units: 0, first: p, sent: p };
+        f = { seq: 0, charges: [], units: 0, first: p, sent: p };
         this.hub.stats.fetches++;
       }
       f.sent = p;

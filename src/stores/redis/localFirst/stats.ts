@@ -54,6 +54,18 @@ export class LocalHub {
   /** offset — server clock minus performance.now(), ms (NaN: unknown); offsetAt — performance.now() of that sample. */
   private offset = Number.NaN;
   private offsetAt = 0;
+  /**
+   * seq — the latest flush's sequence number: one counter for every client of this instance, so that a client whose
+   * copy was dropped (maxKeys) and made again never reuses a number Redis has stored for it (it would be taken for a
+   * duplicate and dropped).
+   */
+  private seq = 0;
+
+  /** nextSeq — the next flush's sequence number (> every earlier one of this instance). */
+  nextSeq(): number {
+    return ++this.seq;
+  }
+
   /** last — the latest time given: the clock never steps back. */
   private last = -Infinity;
 
