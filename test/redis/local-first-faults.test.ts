@@ -13,6 +13,7 @@ import { RedisServer } from '../support/redis.js';
 import { limiter } from '../../src/limiter.js';
 import { rules } from '../../src/core/rules.js';
 import { redisStore, type RedisStore } from '../../src/stores/redis/index.js';
+import { checkAll } from '../../src/multi.js';
 import { fleet } from './local-first-fleet.js';
 
 let server: RedisServer;
@@ -183,6 +184,17 @@ describe('attacks', () => {
       }
       await store.close();
     }
+  });
+
+  test('checkAll across two local-first limiters: decided part by part, a refused one\'s partner refunded through Redis', async () => {
+    const store = redisStore({ client, prefix: fresh(), localFirst: { maxUnsynced: 5, flushEvery: '20ms' } });
+    const perUser = limiter({ rules: [rules.gcra({ limit: 5, per: '1h' })], store });
+    const global = limiter({ rules: [rules.gcra({ limit: 3, per: '1h' })], store });
+    let ok = 0;
+    for (let i = 0; i < 5; i++) if ((await checkAll([{ limiter: perUser, key: 'u' }, { limiter: global, key: 'all' }], { now: BASE + i })).allowed) ok++;
+    assert.equal(ok, 3);
+    assert.equal((await perUser.peek('u', { now: BASE + 10 })).remaining, 2, 'the refused requests\' per-user charges were given back');
+    await store.close();
   });
 
   test('bad options are errors naming the option', () => {
