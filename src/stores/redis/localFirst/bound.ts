@@ -401,6 +401,9 @@ export class LocalBound extends RedisBound {
   }
 
   override async setOverride(key: string, request: OverrideRequest, now: number | undefined): Promise<void> {
+    // this instance's charges first: the sync drops a charge made while a block or exemption is in force, and one made
+    // before the override was set would look so (the header has no start)
+    await this.settle(key);
     await super.setOverride(key, request, now);
     const t = now ?? this.hub.now();
     if (request.ifNone !== true) this.stale(key, { kind: request.kind, until: request.for === Infinity ? Infinity : t + request.for, reason: request.reason });
