@@ -409,13 +409,17 @@ if (PARTS.has('local')) {
   const hot = [rules.gcra({ limit: 1e9, per: '1s', name: 'gcra' })];
   console.log(`\n### Local-first mode (${ROUNDS} rounds, one check at a time; p50 µs: median (min–max) over rounds)\n`);
   console.log('| measure | local-first p50 | memory store p50 | ratio | script calls per check | bound |\n|---|---:|---:|---:|---:|---:|');
+  /** syncCost — per maxUnsynced, Redis's µs per sync call (INFO commandstats usec_per_call of EVALSHA): its CPU per check is that / maxUnsynced. */
+  const syncCost: [number, number][] = [];
   for (const m of [5, 20, 100]) {
     const lf = new RedisStore({ client, prefix: `benchlf${m}:`, localFirst: { maxUnsynced: m, flushEvery: '20ms' } });
     const limLf = limiter({ rules: hot, store: lf });
     const limMem = limiter({ rules: hot, store: memoryStore() });
+    server.cli('CONFIG', 'RESETSTAT');
     const r = await rounds([() => limLf.check('hot'), () => limMem.check('hot')], 20_000, 0);
     const ratios = r.p50[0].map((x, i) => x / r.p50[1][i]);
     console.log(`| hot key, maxUnsynced ${m} | ${spread(r.p50[0])} | ${spread(r.p50[1])} | ${median(ratios).toFixed(2)}× | ${median(r.perCheck).toFixed(4)} | ${(1 / m).toFixed(4)} |`);
+    syncCost.push([m, Number(/cmdstat_evalsha:calls=\d+,usec=\d+,usec_per_call=([\d.]+)/.exec(server.cli('INFO', 'commandstats'))?.[1])]);
     await lf.close();
   }
   {
@@ -433,6 +437,8 @@ if (PARTS.has('local')) {
     console.log(`| 100 000 cold keys, cold: 'fresh' | ${spread(r.p50[0])} | ${spread(r.p50[1])} | ${median(ratios).toFixed(2)}× | ${median(r.perCheck).toFixed(4)} (${s?.flushes} clients synced in ${s?.calls} calls, ${((s?.flushes ?? 0) / (s?.calls || 1)).toFixed(0)} per call, ${seconds.toFixed(1)} s) | <= 1 per key per flushEvery |`);
     await lf.close();
   }
+  console.log('\n| maxUnsynced | Redis µs per sync call (one hot key) | Redis µs per check | hot-key checks/s one master sustains (1e6 / µs per check) |\n|---:|---:|---:|---:|');
+  for (const [m, us] of syncCost) console.log(`| ${m} | ${us.toFixed(1)} | ${(us / m).toFixed(2)} | ${fmt(1e6 / (us / m))} |`);
   server.cli('FLUSHALL');
 }
 
