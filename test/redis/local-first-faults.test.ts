@@ -9,7 +9,10 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
-import { RedisServer } from '../support/redis.js';
+import { Cluster } from 'ioredis';
+import { RedisCluster, RedisServer } from '../support/redis.js';
+import { slotOf } from '../../src/stores/redis/slot.js';
+import type { RedisBound } from '../../src/stores/redis/index.js';
 import { limiter } from '../../src/limiter.js';
 import { rules } from '../../src/core/rules.js';
 import { redisStore, type RedisStore } from '../../src/stores/redis/index.js';
@@ -109,6 +112,41 @@ describe('faults', () => {
     assert.equal(store.localFirstStats()?.unsynced, 0);
     await store.close();
     c.disconnect();
+  });
+});
+
+describe('faults on the 3-master Cluster', () => {
+  let cluster: RedisCluster;
+  let cc: Cluster;
+  before(async () => {
+    cluster = await RedisCluster.start();
+    cc = new Cluster(cluster.startupNodes, { redisOptions: { maxRetriesPerRequest: 1 } });
+    cc.on('error', () => {});
+  });
+  after(async () => {
+    cc.disconnect();
+    await cluster.stop();
+  });
+
+  test('the master of the key SIGSTOPped during a flush: the late flush and its retry are applied once', async () => {
+    const prefix = fresh();
+    const store = redisStore({ client: cc, prefix, timeout: 150, localFirst: { maxUnsynced: 5, flushEvery: '10ms' } });
+    const lim = limiter({ rules: [rules.tokenBucket({ limit: 1000, per: '1h' })], store });
+    for (let i = 0; i < 4; i++) assert.equal((await lim.check('k', { now: BASE + i })).allowed, true);
+    const owner = cluster.owner(slotOf((store.attach(lim.policy) as RedisBound).redisKey('k')));
+    owner.pause();
+    try {
+      await store.flush();
+      assert.equal(store.localFirstStats()?.failures, 1);
+    } finally {
+      owner.resume();
+    }
+    for (let i = 0; i < 100 && (store.localFirstStats()?.unsynced ?? 1) > 0; i++) await sleep(20);
+    assert.equal(store.localFirstStats()?.unsynced, 0);
+    assert.equal(store.localFirstStats()?.duplicates, 1);
+    const exact = limiter({ rules: [rules.tokenBucket({ limit: 1000, per: '1h' })], store: redisStore({ client: cc, prefix }) });
+    assert.equal((await exact.peek('k', { now: BASE + 10 })).remaining, 996);
+    await store.close();
   });
 });
 
