@@ -51,6 +51,8 @@ for (const [algorithm, cold, accounting] of [['fixedWindow', 'fetch', 'leaky'], 
           lims.push(limiter({ rules: [rules[algorithm]({ limit, per: '1h', accounting })], store }));
         }
         let admitted = 0;
+        /** most — the most admitted at any moment (checked once every check has settled: a loose one may settle after a failure). */
+        let most = 0;
         let t = BASE;
         const loose: Promise<unknown>[] = [];
         for (const s of steps) {
@@ -64,14 +66,14 @@ for (const [algorithm, cold, accounting] of [['fixedWindow', 'fetch', 'leaky'], 
           }
           const p = lims[who].check('k', { cost: s.cost, now: t }).then((d) => {
             if (d.allowed) admitted += s.cost;
-            assert.ok(admitted <= limit + extra(n, m), `admitted ${admitted} > ${limit} + ${extra(n, m)}`);
+            if (admitted > most) most = admitted;
           });
           if (s.wait) await p;
           else loose.push(p);
         }
         await Promise.all(loose);
         await Promise.all(stores.map((s) => s.flush()));
-        assert.ok(admitted <= limit + extra(n, m), `admitted ${admitted} > ${limit} + ${extra(n, m)}`);
+        assert.ok(most <= limit + extra(n, m), `admitted ${most} > ${limit} + ${extra(n, m)}`);
         for (const s of stores) await s.close();
         if (accounting === 'strict') return; // refusals were charged too: the state is not limit − admitted
         // every admitted unit is in Redis once: an exact look at the same time sees limit − admitted left (or nothing)
