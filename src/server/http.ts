@@ -5,6 +5,7 @@ import type { TlsOptions } from 'node:tls';
 import type { Decision } from '../core/types.js';
 import { RatekeeperError } from '../core/errors.js';
 import { MAX_AMOUNT } from '../core/rules.js';
+import { fastCheck } from './checkBody.js';
 import { jsonValuesOver } from './jsonScan.js';
 import { BadRequest, preview, requestFromJson, wellFormed } from './rls.js';
 import { MAX_BODY, fail, readBody, send, statusText, writeAuth, writeDecision, writeRls, type BodySink } from './httpAnswer.js';
@@ -137,16 +138,30 @@ export class HttpFront implements BodySink {
       this.inFlight--;
       return;
     }
+    const start = metrics === undefined ? 0 : performance.now();
+    // a compact /v1/check body is read from its bytes (checkBody.ts): the same values JSON.parse would give
+    const fast = api === 'check' ? fastCheck(raw) : undefined;
+    if (fast !== undefined) {
+      let p: void | Promise<void>;
+      try {
+        p = this.checkFields(fast.policy, fast.key, fast.cost, res);
+      } catch (e) {
+        this.answerFailed(res, api, e, start);
+        return;
+      }
+      if (p === undefined) this.answered(res, api, start);
+      else p.then(() => this.answered(res, api, start), (e: unknown) => this.answerFailed(res, api, e, start));
+      return;
+    }
     let body: unknown;
     try {
-      body = JSON.parse(raw.toString('utf8'));
+      body = JSON.parse(raw.toString());
     } catch (e) {
       metrics?.badRequest(api);
       fail(res, 400, 'body', `is not JSON: ${(e as Error).message}`);
       this.inFlight--;
       return;
     }
-    const start = metrics === undefined ? 0 : performance.now();
     let p: void | Promise<void>;
     try {
       p = api === 'json' ? this.json(body, res) : this.check(body, res);
@@ -190,14 +205,18 @@ export class HttpFront implements BodySink {
     if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new BadRequest('body', 'must be a JSON object { "policy", "key", "cost"? }');
     const b = body as Record<string, unknown>;
     for (const k in b) if (k !== 'policy' && k !== 'key' && k !== 'cost') throw new BadRequest(k, 'is not a field of a check: { "policy", "key", "cost"? }');
-    if (typeof b.policy !== 'string' || b.policy === '') throw new BadRequest('policy', `must be a non-empty string, got ${preview(b.policy)}`);
-    if (typeof b.key !== 'string' || b.key === '') throw new BadRequest('key', `must be a non-empty string, got ${preview(b.key)}`);
-    if (!wellFormed(b.key)) throw new BadRequest('key', 'has a lone surrogate: it is not a Unicode string (distinct keys would share one counter)');
-    const cost = b.cost === undefined ? 1 : b.cost;
-    if (typeof cost !== 'number' || !Number.isFinite(cost) || cost < 0 || cost > MAX_AMOUNT) throw new BadRequest('cost', `must be a finite number from 0 to ${MAX_AMOUNT}, got ${preview(b.cost)}`);
-    const policy = b.policy;
-    const d = this.options.service.checkNow(policy, b.key, cost);
+    return this.checkFields(b.policy, b.key, b.cost, res);
+  }
+
+  /** checkFields — a check's members (as JSON.parse gives them, or fastCheck): checked, decided, answered. Throws on bad input. */
+  private checkFields(policy: unknown, key: unknown, costField: unknown, res: ServerResponse): void | Promise<void> {
+    if (typeof policy !== 'string' || policy === '') throw new BadRequest('policy', `must be a non-empty string, got ${preview(policy)}`);
+    if (typeof key !== 'string' || key === '') throw new BadRequest('key', `must be a non-empty string, got ${preview(key)}`);
+    if (!wellFormed(key)) throw new BadRequest('key', 'has a lone surrogate: it is not a Unicode string (distinct keys would share one counter)');
+    const cost = costField === undefined ? 1 : costField;
+    if (typeof cost !== 'number' || !Number.isFinite(cost) || cost < 0 || cost > MAX_AMOUNT) throw new BadRequest('cost', `must be a finite number from 0 to ${MAX_AMOUNT}, got ${preview(costField)}`);
     const service = this.options.service;
+    const d = service.checkNow(policy, key, cost);
     if (d instanceof Promise) return d.then((x) => writeDecision(res, service.fields(policy, x), x));
     writeDecision(res, service.fields(policy, d), d);
   }
