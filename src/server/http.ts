@@ -5,9 +5,10 @@ import type { TlsOptions } from 'node:tls';
 import type { Decision } from '../core/types.js';
 import { RatekeeperError } from '../core/errors.js';
 import { MAX_AMOUNT } from '../core/rules.js';
-import { fastCheck } from './checkBody.js';
+import { fastCheck, type CheckFields } from './checkBody.js';
 import { jsonValuesOver } from './jsonScan.js';
-import { BadRequest, preview, requestFromJson, wellFormed } from './rls.js';
+import { BadRequest, preview, requestFromJson, wellFormed, type RlsRequest } from './rls.js';
+import { fastRls } from './rlsBody.js';
 import { MAX_BODY, fail, readBody, send, statusText, writeAuth, writeDecision, writeRls, type BodySink } from './httpAnswer.js';
 import type { RateLimitService } from './service.js';
 import type { Api, Metrics } from './metrics.js';
@@ -139,32 +140,27 @@ export class HttpFront implements BodySink {
       return;
     }
     const start = metrics === undefined ? 0 : performance.now();
-    // a compact /v1/check body is read from its bytes (checkBody.ts): the same values JSON.parse would give
-    const fast = api === 'check' ? fastCheck(raw) : undefined;
-    if (fast !== undefined) {
-      let p: void | Promise<void>;
+    // a compact body is read from its bytes (checkBody.ts, rlsBody.ts): the same values JSON.parse would give
+    const fast = api === 'check' ? fastCheck(raw) : fastRls(raw);
+    let body: unknown;
+    if (fast === undefined) {
       try {
-        p = this.checkFields(fast.policy, fast.key, fast.cost, res);
+        body = JSON.parse(raw.toString());
       } catch (e) {
-        this.answerFailed(res, api, e, start);
+        metrics?.badRequest(api);
+        fail(res, 400, 'body', `is not JSON: ${(e as Error).message}`);
+        this.inFlight--;
         return;
       }
-      if (p === undefined) this.answered(res, api, start);
-      else p.then(() => this.answered(res, api, start), (e: unknown) => this.answerFailed(res, api, e, start));
-      return;
-    }
-    let body: unknown;
-    try {
-      body = JSON.parse(raw.toString());
-    } catch (e) {
-      metrics?.badRequest(api);
-      fail(res, 400, 'body', `is not JSON: ${(e as Error).message}`);
-      this.inFlight--;
-      return;
     }
     let p: void | Promise<void>;
     try {
-      p = api === 'json' ? this.json(body, res) : this.check(body, res);
+      if (api === 'json') p = this.json(fast === undefined ? requestFromJson(body) : (fast as RlsRequest), res);
+      else if (fast === undefined) p = this.check(body, res);
+      else {
+        const c = fast as CheckFields;
+        p = this.checkFields(c.policy, c.key, c.cost, res);
+      }
     } catch (e) {
       this.answerFailed(res, api, e, start);
       return;
@@ -195,8 +191,8 @@ export class HttpFront implements BodySink {
   }
 
   /** json — answers at once when the store is synchronous, else once the decision is made. Throws on bad input. */
-  private json(body: unknown, res: ServerResponse): void | Promise<void> {
-    const r = this.options.service.decide(requestFromJson(body));
+  private json(request: RlsRequest, res: ServerResponse): void | Promise<void> {
+    const r = this.options.service.decide(request);
     if (r instanceof Promise) return r.then((x) => writeRls(res, x));
     writeRls(res, r);
   }
