@@ -145,6 +145,14 @@ export class HttpFront implements BodySink {
         this.inFlight--;
         return;
       }
+      // decoded, bytes that are not UTF-8 would become U+FFFD, and distinct keys one counter (gRPC and /v1/auth refuse
+      // them too); the fast paths read printable ASCII only
+      if (!isUtf8(raw)) {
+        metrics?.badRequest(api);
+        fail(res, 400, 'body', 'is not valid UTF-8 (decoded, distinct keys would become one counter)');
+        this.inFlight--;
+        return;
+      }
       try {
         body = JSON.parse(raw.toString());
       } catch (e) {

@@ -3,7 +3,9 @@
  * gives, or nothing: for random bodies (compact ones, and the same with whitespace, escapes, non-ASCII, repeated or
  * other members, odd numbers), whenever fastCheck answers, JSON.parse of the same bytes has exactly those members and
  * values; the forms it must leave to JSON.parse are rows; and the service answers a compact body and its spaced twin
- * the same, over a socket, bad ones with the same 400.
+ * the same, over a socket, bad ones with the same 400. A body that is not UTF-8 (the fast paths read ASCII only) is
+ * refused 400 on /v1/check and /json, as gRPC and /v1/auth refuse such keys (found attacking this change: it was
+ * decoded to U+FFFD and admitted, two keys one counter).
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
@@ -136,5 +138,37 @@ describe('POST /v1/check: a compact body and its spaced twin get the same answer
       // the same decision for two keys with the same history: the bodies differ only in the key's time stamps
       assert.equal(t1.replace(/"(retryAfter|resetAfter)":\d+(\.\d+)?/g, ''), t2.replace(/"(retryAfter|resetAfter)":\d+(\.\d+)?/g, ''), compact);
     }
+  });
+});
+
+describe('POST /v1/check and /json: a body that is not UTF-8', () => {
+  let front: HttpFront;
+  let port: number;
+  before(async () => {
+    const service = new RateLimitService({ store: new MemoryStore() });
+    service.setConfig(await configFrom("domain: api\ndescriptors:\n  - key: user\n    rate_limit: { unit: hour, requests_per_unit: 1 }\npolicies:\n  login:\n    rules: '1/h'\n"));
+    front = new HttpFront({ service, healthy: () => true, log: () => undefined });
+    port = await front.listen('127.0.0.1', 0);
+  });
+  after(() => front.close(0));
+
+  const post = async (path: string, body: Buffer): Promise<[number, string]> => {
+    const r = await fetch(`http://127.0.0.1:${port}${path}`, { method: 'POST', body, headers: { 'content-type': 'application/json' } });
+    return [r.status, await r.text()];
+  };
+  const bytes = (before: string, b: number[], after: string): Buffer => Buffer.concat([Buffer.from(before), Buffer.from(b), Buffer.from(after)]);
+
+  test('is refused 400 naming the body: decoded, two keys would have been one counter (U+FFFD); the service keeps serving', async () => {
+    // before: both were admitted as the key "\uFFFD", so the second was refused by the first one's budget
+    for (const b of [[0xff], [0xfe]]) {
+      const [status, text] = await post('/v1/check', bytes('{"policy":"login","key":"', b, '"}'));
+      assert.equal(status, 400, text);
+      assert.deepEqual(JSON.parse(text), { error: 'body: is not valid UTF-8 (decoded, distinct keys would become one counter)', field: 'body' });
+      const [s2, t2] = await post('/json', bytes('{"domain":"api","descriptors":[{"entries":[{"key":"user","value":"', b, '"}]}]}'));
+      assert.equal(s2, 400, t2);
+      assert.equal(JSON.parse(t2).field, 'body');
+    }
+    assert.equal((await post('/v1/check', Buffer.from('{"policy":"login","key":"é"}')))[0], 200);
+    assert.equal((await post('/json', Buffer.from('{"domain":"api","descriptors":[{"entries":[{"key":"user","value":"é"}]}]}')))[0], 200);
   });
 });
