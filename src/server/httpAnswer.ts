@@ -34,72 +34,81 @@ export interface RateLimitFields {
 }
 
 /**
- * BodyRead — one request body being read: its chunks (at most MAX_BODY bytes), then handed to its BodySink's answer (HttpFront).
- * `data`, `error` and `end` are the request's listeners, bound once per read (the listener needs its read).
+ * BodyRead — one request body being read: its chunks (at most MAX_BODY bytes), then handed to its BodySink's answer
+ * (HttpFront). The request's listeners (`onData`, `onError`, `onEnd`) are three functions shared by every request:
+ * each finds its read on the request (`this`, the emitter) under READ, so a request costs one object, not three
+ * closures besides.
  */
 class BodyRead {
-  private chunks: Buffer[] | undefined;
-  private first: Buffer | undefined;
-  private size = 0;
+  chunks: Buffer[] | undefined = undefined;
+  first: Buffer | undefined = undefined;
+  size = 0;
   /** over — the body passed MAX_BODY (answered 413) or the request failed: nothing more is read or answered. */
-  private over = false;
+  over = false;
   /**
    * settled — the read is over (its `end`; its `error`: a client gone mid-body; the 413 of a body past MAX_BODY):
    * counted out of flight once.
    */
-  private settled = false;
+  settled = false;
 
-  constructor(private readonly front: BodySink, private readonly res: ServerResponse, private readonly api: 'json' | 'check') {}
+  constructor(readonly front: BodySink, readonly res: ServerResponse, readonly api: 'json' | 'check') {}
+}
 
-  readonly data = (c: Buffer): void => {
-    this.size += c.length;
-    if (this.size > MAX_BODY) {
-      if (!this.over) {
-        this.over = true;
-        this.front.tooLarge(this.res, this.api);
-        // the 413 answers it: out of flight now (once the 413 is sent, node emits neither `end` nor `error` nor
-        // `close` for a request whose client goes away before the rest of its body)
-        if (!this.settled) {
-          this.settled = true;
-          this.front.inFlight--;
-        }
+/** READ — where a request being read keeps its BodyRead (one property, the same on every request). */
+const READ = Symbol('ratekeeper.bodyRead');
+type Reading = IncomingMessage & { [READ]: BodyRead };
+
+function onData(this: Reading, c: Buffer): void {
+  const r = this[READ];
+  r.size += c.length;
+  if (r.size > MAX_BODY) {
+    if (!r.over) {
+      r.over = true;
+      r.front.tooLarge(r.res, r.api);
+      // the 413 answers it: out of flight now (once the 413 is sent, node emits neither `end` nor `error` nor
+      // `close` for a request whose client goes away before the rest of its body)
+      if (!r.settled) {
+        r.settled = true;
+        r.front.inFlight--;
       }
-      return;
     }
-    // one chunk (the common case: a small body arrives with its headers) is kept without an array
-    if (this.first === undefined) this.first = c;
-    else (this.chunks ??= [this.first]).push(c);
-  };
+    return;
+  }
+  // one chunk (the common case: a small body arrives with its headers) is kept without an array
+  if (r.first === undefined) r.first = c;
+  else (r.chunks ??= [r.first]).push(c);
+}
 
-  readonly error = (): void => {
-    this.over = true;
-    if (this.settled) return;
-    this.settled = true;
-    this.front.inFlight--;
-  };
+function onError(this: Reading): void {
+  const r = this[READ];
+  r.over = true;
+  if (r.settled) return;
+  r.settled = true;
+  r.front.inFlight--;
+}
 
-  readonly end = (): void => {
-    // settled already when it went over MAX_BODY (413) or failed
-    if (this.settled) return;
-    this.settled = true;
-    const raw = this.chunks !== undefined ? Buffer.concat(this.chunks, this.size) : this.first ?? EMPTY;
-    this.front.answer(raw, this.res, this.api);
-  };
+function onEnd(this: Reading): void {
+  const r = this[READ];
+  // settled already when it went over MAX_BODY (413) or failed
+  if (r.settled) return;
+  r.settled = true;
+  const raw = r.chunks !== undefined ? Buffer.concat(r.chunks, r.size) : r.first ?? EMPTY;
+  r.front.answer(raw, r.res, r.api);
 }
 
 const EMPTY = Buffer.alloc(0);
 
 /**
  * readBody — reads `req`'s JSON body (at most MAX_BODY bytes), then hands it to `sink.answer` as `api`; counted in
- * flight from now. The request's state is one {@link BodyRead} whose listeners are shared functions (no closure per
+ * flight from now. The request's state is one {@link BodyRead}; its listeners are shared functions (no closure per
  * request).
  */
 export function readBody(req: IncomingMessage, res: ServerResponse, sink: BodySink, api: 'json' | 'check'): void {
   sink.inFlight++;
-  const r = new BodyRead(sink, res, api);
-  req.on('data', r.data);
-  req.on('error', r.error);
-  req.on('end', r.end);
+  (req as Reading)[READ] = new BodyRead(sink, res, api);
+  req.on('data', onData);
+  req.on('error', onError);
+  req.on('end', onEnd);
 }
 
 /**

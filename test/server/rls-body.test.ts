@@ -1,0 +1,62 @@
+/**
+ * test/server/rls-body — the compact /json body read from its bytes (server/rlsBody.ts) gives what JSON.parse then
+ * requestFromJson give, or nothing: for random compact requests and the same with one character inserted or
+ * replaced, whenever fastRls answers, the general path gives the same request (and does not refuse it); the forms it
+ * must leave to the general path are rows.
+ */
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import fc from 'fast-check';
+import { MAX_DESCRIPTORS, MAX_ENTRIES } from '../../src/server/envoy.js';
+import { requestFromJson } from '../../src/server/rls.js';
+import { fastRls, MAX_FAST } from '../../src/server/rlsBody.js';
+import { jsonValuesOver, MAX_JSON_VALUES } from '../../src/server/jsonScan.js';
+
+describe('fastRls', () => {
+  const plain = fc.stringMatching(/^[ -~]{0,8}$/);
+  const entry = fc.tuple(plain, plain).map(([key, value]) => ({ key, value }));
+  const request = fc.tuple(plain, fc.array(fc.array(entry, { minLength: 1, maxLength: 3 }), { minLength: 1, maxLength: 3 }))
+    .map(([domain, ds]) => JSON.stringify({ domain, descriptors: ds.map((entries) => ({ entries })) }));
+  const mutated = fc.tuple(request, fc.nat(), fc.constantFrom(' ', '"', '\\', ',', ':', '{', '}', '[', ']', 'é', '\u0000', 'x', '1'), fc.boolean())
+    .map(([s, at, c, replace]) => {
+      const i = at % (s.length + 1);
+      return s.slice(0, i) + c + s.slice(replace ? i + 1 : i);
+    });
+
+  test('whenever it answers, JSON.parse and requestFromJson give the same request (random bodies)', () => {
+    let answered = 0;
+    fc.assert(fc.property(fc.oneof(request, mutated), (s) => {
+      const got = fastRls(Buffer.from(s, 'utf8'));
+      if (got === undefined) return;
+      answered++;
+      // the scan before JSON.parse is skipped for what the fast path reads: it would pass it
+      assert.equal(jsonValuesOver(Buffer.from(s, 'utf8')), undefined, s);
+      assert.deepEqual(got, requestFromJson(JSON.parse(s)), s);
+    }), { numRuns: 5000 });
+    assert.ok(MAX_FAST < MAX_JSON_VALUES, 'a body the fast path reads has fewer `{`, `[` and `,` than the scan allows');
+    assert.ok(answered > 1000, `the random bodies hit the fast path (${answered})`);
+  });
+
+  test('the bench\'s body', () => {
+    const s = '{"domain":"bench","descriptors":[{"entries":[{"key":"client","value":"c1"}]},{"entries":[{"key":"path","value":"/p1"}]}]}';
+    assert.deepEqual(fastRls(Buffer.from(s)), requestFromJson(JSON.parse(s)));
+  });
+
+  test('what it leaves to the general path', () => {
+    const many = (n: number, m: number): string => JSON.stringify({ domain: 'd', descriptors: Array.from({ length: n }, () => ({ entries: Array.from({ length: m }, () => ({ key: 'k', value: 'v' })) })) });
+    const rows = [
+      '{"domain":"d","descriptors":[]}', '{"domain":"d","descriptors":[{"entries":[]}]}', '{"domain":"d"}', '{"descriptors":[{"entries":[{"key":"k","value":"v"}]}],"domain":"d"}',
+      '{"domain":"d","descriptors":[{"entries":[{"key":"k","value":"v"}]}],"hitsAddend":2}', '{"domain":"d","descriptors":[{"entries":[{"key":"k","value":"v"}],"hitsAddend":2}]}',
+      '{"domain":"d","descriptors":[{"entries":[{"key":"k","value":"v"}],"limit":{"requestsPerUnit":1,"unit":"SECOND"}}]}',
+      '{"domain":"d","descriptors":[{"entries":[{"value":"v","key":"k"}]}]}', '{"domain":"d","descriptors":[{"entries":[{"key":"k","value":"v","x":1}]}]}',
+      '{"domain":"d","descriptors":[{"entries":[{"key":"k"}]}]}', '{"domain":"d","descriptors":[{"entries":[{"key":"é","value":"v"}]}]}',
+      '{"domain":"d","descriptors":[{"entries":[{"key":"k","value":"v\\""}]}]}', '{"domain": "d","descriptors":[{"entries":[{"key":"k","value":"v"}]}]}',
+      '{"domain":"d","descriptors":[{"entries":[{"key":"k","value":"v"}]}]} ', '{"domain":"d","descriptors":[{"entries":[{"key":"k","value":"v"}]}]}}',
+      '{"domain":"d","descriptors":[{"entries":[{"key":"k","value":"v"}]},]}', '{"domain":null,"descriptors":[{"entries":[{"key":"k","value":"v"}]}]}',
+      many(MAX_DESCRIPTORS + 1, 1), many(1, MAX_ENTRIES + 1),
+      `{"domain":"${'d'.repeat(MAX_FAST)}","descriptors":[{"entries":[{"key":"k","value":"v"}]}]}`,
+    ];
+    for (const s of rows) assert.equal(fastRls(Buffer.from(s)), undefined, s);
+    assert.notEqual(fastRls(Buffer.from(many(1, MAX_ENTRIES))), undefined);
+  });
+});
