@@ -49,6 +49,8 @@ export interface RedisStoreOptions {
    * @default true
    */
   coalesce?: boolean;
+  /** batch — the plain checks of one key waiting in one tick go to Redis as one script call, in order (batch.ts); default true. */
+  batch?: boolean;
   /**
    * wait — after the script calls that may write (a check, a compound check, a block…), Redis's `WAIT replicas
    * timeout` on the same connection, sent with them (one round trip; one WAIT per tick covers every call of the tick):
@@ -64,7 +66,7 @@ export interface RedisStoreOptions {
   wait?: { replicas: number; timeout: number };
 }
 
-const REDIS_STORE_OPTIONS: ReadonlySet<string> = new Set(['client', 'prefix', 'timeout', 'onError', 'maxPending', 'fallbackMaxKeys', 'coalesce', 'wait']);
+const REDIS_STORE_OPTIONS: ReadonlySet<string> = new Set(['client', 'prefix', 'timeout', 'onError', 'maxPending', 'fallbackMaxKeys', 'coalesce', 'batch', 'wait']);
 
 /** Settings — the options read and checked, defaults filled in (the client aside: wire.ts). */
 export interface Settings {
@@ -74,6 +76,7 @@ export interface Settings {
   maxPending: number;
   fallbackMaxKeys: number;
   coalesce: boolean;
+  batch: boolean;
   /** wait — the replicas and timeout (ms) of WAIT, and the client's `call` that sends it (wait.ts). */
   wait: { replicas: number; timeout: number; call: (...a: (string | number)[]) => Promise<unknown> } | undefined;
 }
@@ -104,6 +107,8 @@ export function readSettings(options: RedisStoreOptions, c: RedisClient): Settin
   if (!Number.isSafeInteger(fallbackMaxKeys) || fallbackMaxKeys < 1) throw new RatekeeperError(`redisStore.fallbackMaxKeys must be an integer >= 1, got ${show(options.fallbackMaxKeys)}`);
   if (options.coalesce !== undefined && typeof options.coalesce !== 'boolean') throw new RatekeeperError(`redisStore.coalesce must be a boolean, got ${show(options.coalesce)}`);
   const coalesce = options.coalesce ?? true;
+  if (options.batch !== undefined && typeof options.batch !== 'boolean') throw new RatekeeperError(`redisStore.batch must be a boolean, got ${show(options.batch)}`);
+  const batch = options.batch ?? true;
   let wait: Settings['wait'];
   if (options.wait !== undefined) {
     const w = options.wait;
@@ -116,5 +121,5 @@ export function readSettings(options: RedisStoreOptions, c: RedisClient): Settin
     if (typeof call !== 'function') throw new RatekeeperError('redisStore.wait needs an ioredis client (its call method sends WAIT on the write\'s connection)');
     wait = { replicas: w.replicas, timeout: w.timeout, call: (...a) => call.call(c, ...a) };
   }
-  return { prefix, timeout, onError, maxPending, fallbackMaxKeys, coalesce, wait };
+  return { prefix, timeout, onError, maxPending, fallbackMaxKeys, coalesce, batch, wait };
 }
