@@ -7,7 +7,7 @@
  * The throughput measures run with two ioredis settings, the same for ratekeeper and rate-limiter-flexible (the
  * defaults, and enableAutoPipelining), nothing refused, alternating over BENCH_ROUNDS rounds (best of each shown),
  * with the CPU each check costs in Node and in redis-server beside the rate.
- * `npm run bench redis` (or node dist/bench/redis.js; BENCH_PARTS=speed,log,memory chooses the parts). Numbers are noisy on a shared machine: check the load average.
+ * `npm run bench redis` (or node dist/bench/redis.js; BENCH_PARTS=speed,log,memory,hotkey chooses the parts). Numbers are noisy on a shared machine: check the load average.
  * With BENCH_BASE=<another checkout> (bench/base.ts) the speed part also runs that build's 1-rule and 4-rule
  * policies (its public redisStore on the same client) in the same rounds, and the one-at-a-time p50 interleaved with
  * this build's: this build / base per round, median and spread.
@@ -439,6 +439,41 @@ if (PARTS.has('local')) {
   }
   console.log('\n| maxUnsynced | Redis µs per sync call (one hot key) | Redis µs per check | hot-key checks/s one master sustains (1e6 / µs per check) |\n|---:|---:|---:|---:|');
   for (const [m, us] of syncCost) console.log(`| ${m} | ${us.toFixed(1)} | ${(us / m).toFixed(2)} | ${fmt(1e6 / (us / m))} |`);
+  server.cli('FLUSHALL');
+}
+
+if (PARTS.has('hotkey')) {
+  // issue 19 part 1: one hot key at 256 in flight, the checks of one tick coalesced into one script call (batch: true,
+  // the default) against today's exact mode (batch: false), alternating rounds; and 10 000 distinct keys, the same
+  // two, for no regression. Median and spread (min–max) of the rounds.
+  const hot = [rules.gcra({ limit: 1e9, per: '1s', burst: 1e9, name: 'gcra' })];
+  const on = new RedisStore({ client, prefix: 'hot-on:' });
+  const off = new RedisStore({ client, prefix: 'hot-off:', batch: false });
+  const limOn = limiter({ rules: hot, store: on });
+  const limOff = limiter({ rules: hot, store: off });
+  const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[xs.length >> 1];
+  const line = (name: string, a: Usage[], b: Usage[]): void => {
+    const ra = a.map((u) => u.rate);
+    const rb = b.map((u) => u.rate);
+    console.log(`| ${name} | ${fmt(median(rb))} (${fmt(Math.min(...rb))}–${fmt(Math.max(...rb))}) | ${fmt(median(ra))} (${fmt(Math.min(...ra))}–${fmt(Math.max(...ra))}) | ${ratio(median(ra), median(rb))} | ${(a.reduce((x, u) => x + u.calls, 0) / a.reduce((x, u) => x + u.checks, 0)).toFixed(4)} | ${a.reduce((x, u) => x + u.refused, 0) + b.reduce((x, u) => x + u.refused, 0)} |`);
+  };
+  console.log(`\n## Hot keys coalesced (${INFLIGHT} in flight, ${ROUNDS} alternating rounds of ${SECONDS} s; median (min–max) checks/s)\n`);
+  console.log('| load | batch: false (today) | batch: true | ratio | script calls per check (batched) | refused |');
+  console.log('|---|---|---|---|---|---|');
+  for (const [name, k] of [['one hot key', (_: number) => 'hot'], ['10 000 distinct keys', key]] as const) {
+    const a: Usage[] = [];
+    const b: Usage[] = [];
+    const s0 = { ...on.batcher!.stats };
+    for (let r = 0; r < ROUNDS; r++) {
+      b.push(await throughput((i) => limOff.check(k(i)).then((d) => d.allowed)));
+      a.push(await throughput((i) => limOn.check(k(i)).then((d) => d.allowed)));
+    }
+    line(name, a, b);
+    const st = on.batcher!.stats;
+    console.log(`|  batches: ${st.batches - s0.batches}, checks in them: ${st.checks - s0.checks}, mean size ${((st.checks - s0.checks) / Math.max(1, st.batches - s0.batches)).toFixed(1)}, largest ${st.largest} | | | | | |`);
+  }
+  on.close();
+  off.close();
   server.cli('FLUSHALL');
 }
 

@@ -18,6 +18,7 @@ import type { OnError } from './options.js';
 import { ReplyReader } from './reply.js';
 import { Fallback, unavailable } from './fallback.js';
 import type { IndexRef, OverrideIndex } from './overrides.js';
+import { batchScript, type Batcher } from './batch.js';
 import { shareSummary, sharedSummaries, summaryKeys } from './summaries.js';
 
 /** BoundHost — what a bound policy uses of its store (RedisStore). */
@@ -33,6 +34,8 @@ export interface BoundHost {
   readonly evalshaBuffer: CheckSend;
   readonly evalBuffer: CheckSend;
   cork(): void;
+  /** batcher — the hot keys' batches of this tick (batch.ts), undefined when `batch: false`. */
+  readonly batcher: Batcher | undefined;
   noteFailure(e: unknown): void;
   run(script: ScriptText, keys: string[], args: (string | number)[], binary?: boolean, deadline?: boolean): Promise<unknown>;
   callBuffer(command: string, ...args: string[]): Promise<unknown>;
@@ -56,6 +59,11 @@ export class RedisBound implements BoundStore {
   /** reply — the reader of this policy's replies (reply.ts). */
   readonly reply: ReplyReader;
   private refunder: Script | undefined;
+  private batcher: Script | undefined;
+  /** batch — the script of a batch of this policy's checks on one key (batch.ts), compiled at the first batch. */
+  get batch(): Script {
+    return (this.batcher ??= batchScript(this.policy));
+  }
   /**
    * keyHead, keyTail — what surrounds the encoded client key in its Redis key: `<prefix>{<encoded namespace>` and
    * `}:<policy id>`. encodeKey escapes character by character, so head + encodeKey(key) is what encodeKey(namespace +
@@ -96,6 +104,8 @@ export class RedisBound implements BoundStore {
     const budget = calls.budgetOf(redisKey);
     const refused = calls.refuse(budget);
     if (refused !== undefined) return Promise.resolve(this.failed(refused, key, cost, now));
+    const batcher = store.batcher;
+    if (batcher !== undefined) return new Promise<Decision>((resolve) => batcher.add(this, redisKey, budget, key, cost, now, resolve));
     return new Promise<Decision>((resolve) => {
       // corked before it is sent: the checks of one tick share one write (coalesce)
       store.cork();
@@ -153,21 +163,25 @@ export class RedisBound implements BoundStore {
   }
 
   async setOverride(key: string, request: OverrideRequest, now: number | undefined): Promise<void> {
+    this.store.batcher?.flush();
     await this.store.index.file(this.redisKey(key), this.id, this.space + encodeKey(key), request, now);
     this.fallback?.remember(key, now, request.kind, request.for, request.reason);
   }
 
   async clearOverride(key: string, kind: Override['kind']): Promise<void> {
+    this.store.batcher?.flush();
     await this.store.index.unfile(this.redisKey(key), this.id, this.space + encodeKey(key), kind);
     this.fallback?.cleared(key, kind);
   }
 
   reset(key: string): Promise<void> {
+    this.store.batcher?.flush();
     return this.store.reset(this.redisKey(key)).then(() => undefined);
   }
 
   /** refund — one round trip of the policy's refund script (lua/policy.lua, `refund`); rejects when Redis does not answer. */
   refund(key: string, cost: number, now: number | undefined, leakyOnly: boolean): Promise<Decision> {
+    this.store.batcher?.flush();
     this.refunder ??= refundScript(this.policy);
     const args = [now === undefined ? '' : String(now), String(cost), leakyOnly ? '1' : '0'];
     return this.store.run(this.refunder, [this.redisKey(key)], args, true).then((reply) => this.reply.decision(reply as Buffer));
@@ -245,7 +259,7 @@ export class RedisBound implements BoundStore {
  * policy's automatic block when its rules refused), or the failure policy's when Redis errs or the deadline passes.
  * Every reply, even a late one, teaches its server's clock offset (deadlines).
  */
-class CheckCall extends Call {
+export class CheckCall extends Call {
   constructor(
     readonly bound: RedisBound, readonly redisKey: string, readonly key: string, readonly cost: number,
     readonly now: number | undefined, at: number, budget: Budget, private readonly resolve: (d: Decision) => void,

@@ -50,6 +50,8 @@ export interface RedisStoreOptions {
    * @default true
    */
   coalesce?: boolean;
+  /** batch — the plain checks of one key waiting in one tick go to Redis as one script call, in order (batch.ts); default true. */
+  batch?: boolean;
   /**
    * wait — after the script calls that may write (a check, a compound check, a block…), Redis's `WAIT replicas
    * timeout` on the same connection, sent with them (one round trip; one WAIT per tick covers every call of the tick):
@@ -72,7 +74,7 @@ export interface RedisStoreOptions {
   localFirst?: LocalFirstOptions;
 }
 
-const REDIS_STORE_OPTIONS: ReadonlySet<string> = new Set(['client', 'prefix', 'timeout', 'onError', 'maxPending', 'fallbackMaxKeys', 'coalesce', 'wait', 'localFirst']);
+const REDIS_STORE_OPTIONS: ReadonlySet<string> = new Set(['client', 'prefix', 'timeout', 'onError', 'maxPending', 'fallbackMaxKeys', 'coalesce', 'batch', 'wait', 'localFirst']);
 
 /** Settings — the options read and checked, defaults filled in (the client aside: wire.ts). */
 export interface Settings {
@@ -82,6 +84,7 @@ export interface Settings {
   maxPending: number;
   fallbackMaxKeys: number;
   coalesce: boolean;
+  batch: boolean;
   /** wait — the replicas and timeout (ms) of WAIT, and the client's `call` that sends it (wait.ts). */
   wait: { replicas: number; timeout: number; call: (...a: (string | number)[]) => Promise<unknown> } | undefined;
   /** localFirst — the local-first mode's settings (localFirst/options.ts); undefined: the exact mode. */
@@ -114,6 +117,8 @@ export function readSettings(options: RedisStoreOptions, c: RedisClient): Settin
   if (!Number.isSafeInteger(fallbackMaxKeys) || fallbackMaxKeys < 1) throw new RatekeeperError(`redisStore.fallbackMaxKeys must be an integer >= 1, got ${show(options.fallbackMaxKeys)}`);
   if (options.coalesce !== undefined && typeof options.coalesce !== 'boolean') throw new RatekeeperError(`redisStore.coalesce must be a boolean, got ${show(options.coalesce)}`);
   const coalesce = options.coalesce ?? true;
+  if (options.batch !== undefined && typeof options.batch !== 'boolean') throw new RatekeeperError(`redisStore.batch must be a boolean, got ${show(options.batch)}`);
+  const batch = options.batch ?? true;
   let wait: Settings['wait'];
   if (options.wait !== undefined) {
     const w = options.wait;
@@ -127,5 +132,5 @@ export function readSettings(options: RedisStoreOptions, c: RedisClient): Settin
     wait = { replicas: w.replicas, timeout: w.timeout, call: (...a) => call.call(c, ...a) };
   }
   const localFirst = readLocalFirst(options.localFirst);
-  return { prefix, timeout, onError, maxPending, fallbackMaxKeys, coalesce, wait, localFirst };
+  return { prefix, timeout, onError, maxPending, fallbackMaxKeys, coalesce, batch, wait, localFirst };
 }

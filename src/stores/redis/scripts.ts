@@ -29,7 +29,7 @@ const LIBRARY: Record<string, string> = {
 };
 
 /** finish — a script's text with its prelude: a local for each library function it calls (each one a global lookup per call otherwise). */
-function finish(title: string, code: string): Script {
+export function finish(title: string, code: string): Script {
   const uncommented = code.replace(/--[^\n]*/g, '');
   const prelude = Object.entries(LIBRARY).filter(([name]) => new RegExp(`\\b${name}\\b`).test(uncommented));
   return new Script(`${title}\nlocal ${prelude.map(([n]) => n).join(', ')} = ${prelude.map(([, v]) => v).join(', ')}\n${code}`);

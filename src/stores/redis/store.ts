@@ -24,6 +24,7 @@ import { RedisBound, type BoundHost } from './bound.js';
 import { LocalBound } from './localFirst/bound.js';
 import { LocalHub, type LocalFirstStats } from './localFirst/stats.js';
 import type { LocalFirstSettings } from './localFirst/options.js';
+import { Batcher } from './batch.js';
 
 /**
  * RedisStore — state in Redis (standalone or Cluster), one EVALSHA per check for the whole policy, decided by the
@@ -45,6 +46,8 @@ export class RedisStore implements Store, BoundHost {
   readonly fallback: MemoryStore | undefined;
   readonly fallbackMaxKeys: number;
   readonly coalesce: boolean;
+  /** batcher — the plain checks of one key in one tick, sent as one script call (batch.ts; option `batch`, on by default). */
+  readonly batcher: Batcher | undefined;
   /** evalshaBuffer, evalBuffer — send a check's command (one key; now, cost, deadline), the reply kept as bytes. */
   readonly evalshaBuffer: CheckSend;
   readonly evalBuffer: CheckSend;
@@ -75,6 +78,7 @@ export class RedisStore implements Store, BoundHost {
     this.waitFor = this.waiter?.waitFor;
     this.calls = new Calls(c, s.timeout, s.maxPending, this.nodeOf, this.waitFor);
     this.index = new OverrideIndex(this.calls, c, s.prefix, this.nodeOf);
+    this.batcher = s.batch ? new Batcher(this.calls, () => this.cork()) : undefined;
     this.localFirst = s.localFirst;
     if (s.localFirst !== undefined) this.localHub = new LocalHub();
   }
@@ -182,6 +186,7 @@ export class RedisStore implements Store, BoundHost {
       if ((this.client as { isCluster?: boolean }).isCluster === true && !oneSlot(parts)) return undefined;
     }
     const script = this.compound(bounds);
+    this.batcher?.flush();
     this.cork();
     return this.calls.run(script, keys, args, true).then(
       (reply) => {
@@ -238,6 +243,7 @@ export class RedisStore implements Store, BoundHost {
 
   /** run — a script call within the store's timeout and pending bound (call.ts Calls.run). */
   run(script: ScriptText, keys: string[], args: (string | number)[], binary = false, deadline = false): Promise<unknown> {
+    this.batcher?.flush();
     return this.calls.run(script, keys, args, binary, deadline);
   }
 
