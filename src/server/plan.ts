@@ -12,7 +12,7 @@ import type { LimitSpec, Match, ServiceConfig } from './config/types.js';
 import { MAX_UINT32, UNIT_MS, windowLeft } from './envoy.js';
 import type { Metrics } from './metrics.js';
 import type { Overrides } from './overrides.js';
-import { BadRequest, duration, type RlsEntry, type RlsRateLimit, type RlsRequest, type RlsStatus } from './rls.js';
+import { BadRequest, duration, rememberLimit, type RlsEntry, type RlsRateLimit, type RlsRequest, type RlsStatus } from './rls.js';
 import { descriptorCost, keyTooLong, ownLimit, requestCost, requestDescriptors } from './request.js';
 import type { Runtime } from './runtime.js';
 
@@ -176,13 +176,24 @@ function denyStatus(spec: LimitSpec, cost: number, options: PlanOptions): RlsSta
   return { code: shadow ? 'OK' : 'OVER_LIMIT', current_limit: currentLimitOf(spec), limit_remaining: 0, duration_until_reset: duration(windowLeft(spec.report?.unit, options.clock?.now() ?? Date.now())) };
 }
 
-/** currentLimitOf — how a limit appears as current_limit: its report (the first rule's rate per unit) and name. */
+/**
+ * currentLimitOf — how a limit appears as current_limit: its report (the first rule's rate per unit) and name. Built
+ * once per limit (a LimitSpec does not change once loaded) and frozen: every status of the limit shares it, and the
+ * /json answer writes its text once (rls.ts, limitText).
+ */
 export function currentLimitOf(spec: LimitSpec): RlsRateLimit {
+  let out = CURRENT_LIMITS.get(spec);
+  if (out !== undefined) return out;
   const r = spec.report;
-  const out: RlsRateLimit = { requests_per_unit: r?.requestsPerUnit ?? Math.floor(spec.rules[0].limit), unit: r?.unit ?? 'UNKNOWN' };
-  if (spec.name !== undefined) out.name = spec.name;
+  const l: RlsRateLimit = { requests_per_unit: r?.requestsPerUnit ?? Math.floor(spec.rules[0].limit), unit: r?.unit ?? 'UNKNOWN' };
+  if (spec.name !== undefined) l.name = spec.name;
+  out = rememberLimit(l);
+  CURRENT_LIMITS.set(spec, out);
   return out;
 }
+
+/** CURRENT_LIMITS — each limit's current_limit (currentLimitOf), dropped with its LimitSpec. */
+const CURRENT_LIMITS = new WeakMap<LimitSpec, RlsRateLimit>();
 
 /** denyRuleName — the rule label of an unnamed requests_per_unit: 0 limit: `0/1m` (or `0` without a unit). */
 function denyRuleName(spec: LimitSpec): string {

@@ -183,11 +183,26 @@ export function requestFromJson(body: unknown): RlsRequest {
   return { domain, descriptors, hits_addend: uint(pick(body, 'hitsAddend', 'hits_addend'), 'hitsAddend', MAX_UINT32) };
 }
 
-/** durationJson — a Duration's proto3 JSON: seconds with up to 9 fractional digits and an `s`. */
-function durationJson(d: { seconds: number; nanos: number }): string {
-  if (d.nanos === 0) return `${d.seconds}s`;
-  return `${d.seconds}.${String(d.nanos).padStart(9, '0').replace(/0+$/, '')}s`;
+/**
+ * durationJson — a Duration's proto3 JSON: seconds with up to 9 fractional digits and an `s`. The fraction's trailing
+ * zeros are divided off rather than cut by a regex (a replace per status of every /json answer); nanos outside
+ * 1..999 999 999 or not whole keep the general form.
+ */
+export function durationJson(d: { seconds: number; nanos: number }): string {
+  const nanos = d.nanos;
+  if (nanos === 0) return `${d.seconds}s`;
+  if (!Number.isInteger(nanos) || nanos < 0 || nanos > 999_999_999) return `${d.seconds}.${String(nanos).padStart(9, '0').replace(/0+$/, '')}s`;
+  let n = nanos;
+  let digits = 9;
+  while (n % 10 === 0) {
+    n /= 10;
+    digits--;
+  }
+  return `${d.seconds}.${FRACTION_ZEROS[digits - String(n).length]}${n}s`;
 }
+
+/** FRACTION_ZEROS — the leading zeros of a fraction of 9 digits: FRACTION_ZEROS[k] is k zeros. */
+const FRACTION_ZEROS = ['', '0', '00', '000', '0000', '00000', '000000', '0000000', '00000000'];
 
 /** responseToJson — a RateLimitResponse in proto3 JSON as protojson writes it (default values left out). */
 export function responseToJson(r: RlsResponse): Record<string, unknown> {
@@ -213,6 +228,27 @@ export function responseToJson(r: RlsResponse): Record<string, unknown> {
   return out;
 }
 
+/** limitJson — a RateLimit's proto3 JSON (responseToJson's `currentLimit`), written by hand. */
+function limitJson(l: RlsRateLimit): string {
+  let c = l.name ? `{"name":${JSON.stringify(l.name)}` : '{';
+  if (l.requests_per_unit) c += `${c.length > 1 ? ',' : ''}"requestsPerUnit":${l.requests_per_unit}`;
+  if (l.unit !== 'UNKNOWN') c += `${c.length > 1 ? ',' : ''}"unit":"${l.unit}"`;
+  return `${c}}`;
+}
+
+/**
+ * LIMIT_TEXT — the JSON of the frozen current_limit objects the service shares between its answers (rememberLimit),
+ * written once each; any other RateLimit (one a caller built, which it may change) is written afresh every time.
+ */
+const LIMIT_TEXT = new WeakMap<RlsRateLimit, string>();
+
+/** rememberLimit — `l` frozen, its JSON kept for responseJson (a limit's current_limit, built once: plan.ts). */
+export function rememberLimit(l: RlsRateLimit): RlsRateLimit {
+  Object.freeze(l);
+  LIMIT_TEXT.set(l, limitJson(l));
+  return l;
+}
+
 /**
  * responseJson — JSON.stringify(responseToJson(r)), byte for byte, written without the intermediate objects (the
  * /json answer of every call: half the time). A test holds the two to the same bytes (test/server/speed.test.ts).
@@ -231,12 +267,7 @@ export function responseJson(r: RlsResponse): string {
       }
       let o = x.code !== 'UNKNOWN' ? `{"code":"${x.code}"` : '{';
       const l = x.current_limit;
-      if (l !== undefined) {
-        let c = l.name ? `{"name":${JSON.stringify(l.name)}` : '{';
-        if (l.requests_per_unit) c += `${c.length > 1 ? ',' : ''}"requestsPerUnit":${l.requests_per_unit}`;
-        if (l.unit !== 'UNKNOWN') c += `${c.length > 1 ? ',' : ''}"unit":"${l.unit}"`;
-        o += `${o.length > 1 ? ',' : ''}"currentLimit":${c}}`;
-      }
+      if (l !== undefined) o += `${o.length > 1 ? ',' : ''}"currentLimit":${LIMIT_TEXT.get(l) ?? limitJson(l)}`;
       if (x.limit_remaining) o += `${o.length > 1 ? ',' : ''}"limitRemaining":${x.limit_remaining}`;
       if (x.duration_until_reset !== undefined) o += `${o.length > 1 ? ',' : ''}"durationUntilReset":"${durationJson(x.duration_until_reset)}"`;
       s += `${o}}`;

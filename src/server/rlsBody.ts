@@ -29,44 +29,50 @@ const ENTRIES = Buffer.from('{"entries":[');
 const KEY = Buffer.from('{"key":"');
 const VALUE = Buffer.from(',"value":"');
 
-/**
- * Reader — one pass over a body: `pos` the next byte to read; `fail` set once the body left the compact form.
- */
-class Reader {
-  pos = 0;
-  constructor(readonly raw: Buffer) {}
-
-  /** literal — whether `lit`'s bytes come next (then skipped). */
-  literal(lit: Buffer): boolean {
-    const raw = this.raw;
-    const at = this.pos;
-    if (at + lit.length > raw.length) return false;
-    for (let i = 0; i < lit.length; i++) if (raw[at + i] !== lit[i]) return false;
-    this.pos = at + lit.length;
-    return true;
-  }
-
-  /** text — a string's characters up to its closing quote (skipped), or undefined when one is not plain ASCII. */
-  text(): string | undefined {
-    const raw = this.raw;
-    const start = this.pos;
-    let pos = start;
-    for (;;) {
-      if (pos >= raw.length) return undefined;
-      const b = raw[pos];
-      if (b === QUOTE) break;
-      if (b < 0x20 || b > 0x7e || b === BACKSLASH) return undefined;
-      pos++;
-    }
-    this.pos = pos + 1;
-    return (raw as unknown as Latin1).latin1Slice(start, pos);
-  }
-
-  /** byte — the next byte (skipped), or undefined at the end. */
-  byte(): number | undefined {
-    return this.raw[this.pos++];
-  }
+/** literal — the position after `lit` when its bytes come at `at` in `raw`, else -1. */
+function literal(raw: Buffer, at: number, lit: Buffer): number {
+  const n = lit.length;
+  if (at < 0 || at + n > raw.length) return -1;
+  for (let i = 0; i < n; i++) if (raw[at + i] !== lit[i]) return -1;
+  return at + n;
 }
+
+/**
+ * quoteAt — the position of the quote that closes a string starting at `start`, or -1 when a character before it is not
+ * plain printable ASCII (or the body ends first).
+ */
+function quoteAt(raw: Buffer, start: number): number {
+  if (start < 0) return -1;
+  const n = raw.length;
+  for (let pos = start; pos < n; pos++) {
+    const b = raw[pos];
+    if (b === QUOTE) return pos;
+    if (b < 0x20 || b > 0x7e || b === BACKSLASH) return -1;
+  }
+  return -1;
+}
+
+/**
+ * text — the ASCII bytes `start` to `end` as a string. The same short texts come in every request (the domain, the
+ * entries' keys): the last one read at each `slot` is kept and given back when its bytes are the same, instead of a new
+ * string each time.
+ */
+function text(raw: Buffer, start: number, end: number, slot: number): string {
+  const last = LAST[slot];
+  const n = end - start;
+  if (last.length === n) {
+    let i = 0;
+    while (i < n && raw[start + i] === last.charCodeAt(i)) i++;
+    if (i === n) return last;
+  }
+  const s = (raw as unknown as Latin1).latin1Slice(start, end);
+  if (n <= 32) LAST[slot] = s;
+  return s;
+}
+
+/** LAST — the last domain (slot 0) and entry keys (slot 1 + the entry's place in its descriptor) read. */
+const LAST: string[] = new Array<string>(2 + MAX_ENTRIES).fill('');
+const DOMAIN_SLOT = 0;
 
 /**
  * fastRls — the request `raw` spells when it is a compact /json body (above), else undefined (parse it with
@@ -74,31 +80,39 @@ class Reader {
  */
 export function fastRls(raw: Buffer): RlsRequest | undefined {
   if (raw.length > MAX_FAST) return undefined;
-  const r = new Reader(raw);
-  if (!r.literal(HEAD)) return undefined;
-  const domain = r.text();
-  if (domain === undefined || !r.literal(DESCRIPTORS)) return undefined;
+  let pos = literal(raw, 0, HEAD);
+  let q = quoteAt(raw, pos);
+  if (q < 0) return undefined;
+  const domain = text(raw, pos, q, DOMAIN_SLOT);
+  pos = literal(raw, q + 1, DESCRIPTORS);
+  if (pos < 0) return undefined;
   const descriptors: RlsDescriptor[] = [];
   for (;;) {
-    if (!r.literal(ENTRIES)) return undefined;
+    pos = literal(raw, pos, ENTRIES);
+    if (pos < 0) return undefined;
     const entries: RlsEntry[] = [];
     for (;;) {
-      if (!r.literal(KEY)) return undefined;
-      const key = r.text();
-      if (key === undefined || !r.literal(VALUE)) return undefined;
-      const value = r.text();
-      if (value === undefined || r.byte() !== 0x7d) return undefined; // }
+      pos = literal(raw, pos, KEY);
+      q = quoteAt(raw, pos);
+      if (q < 0) return undefined;
+      const key = text(raw, pos, q, 1 + entries.length);
+      pos = literal(raw, q + 1, VALUE);
+      q = quoteAt(raw, pos);
+      if (q < 0) return undefined;
+      const value = (raw as unknown as Latin1).latin1Slice(pos, q);
+      pos = q + 1;
+      if (raw[pos++] !== 0x7d) return undefined; // }
       entries.push({ key, value });
-      const next = r.byte();
+      const next = raw[pos++];
       if (next === 0x5d) break; // ]
       if (next !== 0x2c || entries.length >= MAX_ENTRIES) return undefined; // ,
     }
-    if (r.byte() !== 0x7d) return undefined; // } of the descriptor
+    if (raw[pos++] !== 0x7d) return undefined; // } of the descriptor
     descriptors.push({ entries });
-    const next = r.byte();
+    const next = raw[pos++];
     if (next === 0x5d) break; // ]
     if (next !== 0x2c || descriptors.length >= MAX_DESCRIPTORS) return undefined; // ,
   }
-  if (r.byte() !== 0x7d || r.pos !== raw.length) return undefined; // } of the request, and nothing after it
+  if (raw[pos++] !== 0x7d || pos !== raw.length) return undefined; // } of the request, and nothing after it
   return { domain, descriptors, hits_addend: 0 };
 }

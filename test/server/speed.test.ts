@@ -12,7 +12,7 @@ import { Counter, Histogram, Registry } from 'prom-client';
 import { limiter, memoryStore, rules } from '../../src/index.js';
 import type { Decision } from '../../src/core/types.js';
 import { decisionJson } from '../../src/server/httpAnswer.js';
-import { responseJson, responseToJson, type RlsResponse } from '../../src/server/rls.js';
+import { durationJson, responseJson, responseToJson, type RlsResponse } from '../../src/server/rls.js';
 import type { EnvoyUnit as RlsUnit, RlsCode } from '../../src/server/envoy.js';
 import { canEncode, encodeResponse } from '../../src/server/rlsEncode.js';
 import { rlsService } from '../../src/server/grpc.js';
@@ -65,6 +65,16 @@ describe('speed: the hand-written answers are the general code\'s bytes', () => 
     fc.assert(fc.property(response, (r) => {
       assert.equal(responseJson(r), JSON.stringify(responseToJson(r)));
     }), { numRuns: 500 });
+  });
+
+  test('durationJson writes the fraction as the padStart and trailing-zero regex form did', () => {
+    const regexForm = (d: { seconds: number; nanos: number }): string => (d.nanos === 0 ? `${d.seconds}s` : `${d.seconds}.${String(d.nanos).padStart(9, '0').replace(/0+$/, '')}s`);
+    for (const nanos of [0, 1, 10, 100, 5, 50_000, 1_000_000, 100_000_000, 120_000_000, 351_000_000, 999_999_999, 7.5, -1, 1e9, NaN]) {
+      assert.equal(durationJson({ seconds: 3, nanos }), regexForm({ seconds: 3, nanos }), String(nanos));
+    }
+    fc.assert(fc.property(fc.integer({ min: 0, max: 2 ** 40 }), fc.oneof(fc.integer({ min: 0, max: 999_999_999 }), fc.integer({ min: 0, max: 999 }).map((ms) => ms * 1_000_000)), (seconds, nanos) => {
+      assert.equal(durationJson({ seconds, nanos }), regexForm({ seconds, nanos }));
+    }), { numRuns: 2000 });
   });
 
   test('encodeResponse writes the bytes of protobufjs (proto-loader\'s serializer)', () => {
