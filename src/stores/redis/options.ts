@@ -6,6 +6,7 @@
 import { RatekeeperError, show } from '../../core/errors.js';
 import { checkOptions } from '../../core/options.js';
 import type { NodeRedisLike, RedisClient } from './client.js';
+import { readFleet, type FleetOptions, type FleetSettings } from './fleet.js';
 
 /** OnError — what a check answers when Redis does not: refuse, admit, or decide on a local memory store. */
 export type OnError = 'deny' | 'allow' | 'memory';
@@ -62,9 +63,18 @@ export interface RedisStoreOptions {
    * @example redisStore({ client, wait: { replicas: 1, timeout: 50 } })
    */
   wait?: { replicas: number; timeout: number };
+  /**
+   * fleet — how many instances share this Redis, so that onError 'memory' admits this instance's share of each limit
+   * while Redis is away (limit and burst divided by N, at least one request's cost: docs/fleet-fallback.md): a
+   * registry in Redis (`<prefix>{fleet}`, a heartbeat every `interval` ms, an instance counted until `expiry` ms after
+   * its last one; the store's `fleetSize` is the latest count), a fixed `{ instances }`, or `false` (every instance's
+   * fallback admits the whole limit). @default { expiry: 15_000, interval: 5_000 } with onError 'memory', else false
+   * @example redisStore({ client, onError: 'memory', fleet: { expiry: 15_000 } })
+   */
+  fleet?: FleetOptions;
 }
 
-const REDIS_STORE_OPTIONS: ReadonlySet<string> = new Set(['client', 'prefix', 'timeout', 'onError', 'maxPending', 'fallbackMaxKeys', 'coalesce', 'wait']);
+const REDIS_STORE_OPTIONS: ReadonlySet<string> = new Set(['client', 'prefix', 'timeout', 'onError', 'maxPending', 'fallbackMaxKeys', 'coalesce', 'wait', 'fleet']);
 
 /** Settings — the options read and checked, defaults filled in (the client aside: wire.ts). */
 export interface Settings {
@@ -76,6 +86,8 @@ export interface Settings {
   coalesce: boolean;
   /** wait — the replicas and timeout (ms) of WAIT, and the client's `call` that sends it (wait.ts). */
   wait: { replicas: number; timeout: number; call: (...a: (string | number)[]) => Promise<unknown> } | undefined;
+  /** fleet — the registry's expiry and interval (ms), a fixed N, or undefined: none (fleet.ts). */
+  fleet: FleetSettings;
 }
 
 /** checkShape — `options` is an object of known options only (before the client is looked at). */
@@ -116,5 +128,5 @@ export function readSettings(options: RedisStoreOptions, c: RedisClient): Settin
     if (typeof call !== 'function') throw new RatekeeperError('redisStore.wait needs an ioredis client (its call method sends WAIT on the write\'s connection)');
     wait = { replicas: w.replicas, timeout: w.timeout, call: (...a) => call.call(c, ...a) };
   }
-  return { prefix, timeout, onError, maxPending, fallbackMaxKeys, coalesce, wait };
+  return { prefix, timeout, onError, maxPending, fallbackMaxKeys, coalesce, wait, fleet: readFleet(options.fleet, onError === 'memory') };
 }
