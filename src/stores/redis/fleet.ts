@@ -86,8 +86,8 @@ export class Fleet {
   /** beats — heartbeats answered since the store was made. */
   beats = 0;
   private timer: NodeJS.Timeout | undefined;
-  /** beating — a heartbeat in flight: the next is skipped until it settles (a hung server is not asked twice). */
-  private beating = false;
+  /** beating — the heartbeat in flight, if any: a beat asked meanwhile waits for it (a hung server is not asked twice). */
+  private beating: Promise<number> | undefined;
   private closed = false;
 
   constructor(private readonly calls: FleetCalls, readonly key: string, readonly settings: NonNullable<FleetSettings>) {
@@ -101,23 +101,24 @@ export class Fleet {
     this.timer.unref();
   }
 
-  /** beat — one heartbeat now; resolves to N after it (the previous N when it failed). Never rejects. */
-  async beat(): Promise<number> {
+  /** beat — one heartbeat now (or the one in flight); resolves to N after it (the previous N when it failed). Never rejects. */
+  beat(): Promise<number> {
     const s = this.settings;
-    if (this.closed || this.beating || 'instances' in s) return this.size;
-    this.beating = true;
-    try {
-      const n = Number(await this.calls.run(heartbeatScript, [this.key], [this.id, String(s.expiry)]));
-      if (!this.closed && Number.isSafeInteger(n) && n >= 1) {
-        this.size = n;
-        this.beats++;
-      }
-    } catch {
-      // Redis away: N stays the last count read
-    } finally {
-      this.beating = false;
-    }
-    return this.size;
+    if (this.closed || 'instances' in s) return Promise.resolve(this.size);
+    this.beating ??= this.calls.run(heartbeatScript, [this.key], [this.id, String(s.expiry)]).then(
+      (reply) => {
+        const n = Number(reply);
+        if (!this.closed && Number.isSafeInteger(n) && n >= 1) {
+          this.size = n;
+          this.beats++;
+        }
+      },
+      () => {}, // Redis away: N stays the last count read
+    ).then(() => {
+      this.beating = undefined;
+      return this.size;
+    });
+    return this.beating;
   }
 
   /** close — stops the heartbeat and unregisters (best effort: a registration Redis did not get expires by itself). */
