@@ -155,6 +155,19 @@ export class Metrics {
   }
 
   /**
+   * watchStore — the Redis store's fleet as gauges read at each scrape: `ratekeeper_redis_fleet_instances` (N, the
+   * live instances it last counted) and `ratekeeper_redis_fallback_active` (1 while checks are decided on the local
+   * 'memory' fallback). Nothing for a store without them (the memory store).
+   */
+  watchStore(of: object): void {
+    const store = of as { readonly fleetSize?: number; readonly fallbackActive?: boolean };
+    if (store.fleetSize === undefined) return;
+    const registers = [this.registry];
+    new Gauge({ name: 'ratekeeper_redis_fleet_instances', help: 'Instances sharing the Redis store, as this one last counted them (its fallback admits limit / this)', registers, collect() { this.set(store.fleetSize ?? 1); } });
+    new Gauge({ name: 'ratekeeper_redis_fallback_active', help: '1 while checks are decided on the local memory fallback (Redis did not answer the latest)', registers, collect() { this.set(store.fallbackActive === true ? 1 : 0); } });
+  }
+
+  /**
    * refused — counts the hits of a limit that refuses every hit (`requests_per_unit: 0`: no rule, nothing decided by
    * the store) as `over_limit`, or `shadow_mode` when it is not enforced.
    */

@@ -57,6 +57,7 @@ export async function startService(options: ServeOptions): Promise<Running> {
   metrics.configLoaded(true, cfg.loadedAt);
   const withAdmin = options.adminPort !== undefined && options.adminPort >= 0;
   const { store, close: closeStore, healthy: storeHealthy, describe: storeText } = await openStore(options, logger);
+  metrics.watchStore(store);
   const described = describeStore(options, storeText);
   logger.info(`store: ${described.text}`, { event: 'store', ...described.fields });
   const service = new RateLimitService({

@@ -20,6 +20,8 @@ import type { Decision } from '../../src/core/types.js';
 import { MemoryStore } from '../../src/stores/memory.js';
 import { RedisStore, fleetPolicy, scaleRule, type FleetOptions } from '../../src/stores/redis/index.js';
 import { fleetKey } from '../../src/stores/redis/fleet.js';
+import { FleetShare } from '../../src/stores/redis/fallback.js';
+import { RatekeeperError } from '../../src/core/errors.js';
 import { RedisCluster, RedisServer } from '../support/redis.js';
 import { uniquePrefix } from '../support/redis-suite.js';
 
@@ -82,6 +84,41 @@ describe('scaling: the fallback policy of a fleet of N', () => {
       // first request every fresh state admits (earrrl's estimate starts at 0) — within one request
       if (rule.algorithm === 'earrrl' || rule.algorithm === 'exponential') assert.ok(Math.abs(part - whole / 4) <= 1, `${rule.algorithm}: ${part} of ${whole}`);
       else assert.equal(part, burst, rule.algorithm);
+    }
+  });
+});
+
+describe('a change of N', () => {
+  it('moves the fallback table to the new share: what a client used carries over, blocks stay; back to N = 1 is the policy itself', () => {
+    let n = 1;
+    const share = new FleetShare(new MemoryStore(), () => n);
+    const policy = new Policy({ rules: [rules.fixedWindow({ limit: 100, per: '1h' })] });
+    const admitted = (k: string, times: number): number => {
+      let a = 0;
+      for (let i = 0; i < times; i++) if (share.table(policy).evaluate(k, 1, 1_000_000).allowed) a++;
+      return a;
+    };
+    assert.equal(admitted('k', 10), 10);
+    share.table(policy).setOverride('b', { kind: 'block', for: Infinity }, 1_000_000);
+    n = 4;
+    assert.equal(share.table(policy).policy.rules[0].limit, 25);
+    assert.equal(admitted('k', 100), 15, '10 used of the share of 25');
+    assert.equal(share.table(policy).evaluate('b', 1, 1_000_000).reason, 'blocked');
+    n = 1;
+    assert.equal(share.table(policy).policy, policy);
+    assert.equal(admitted('k', 100), 75, '25 used of 100');
+  });
+});
+
+describe('redisStore fleet option', () => {
+  it('refuses what is not false, { instances } or { expiry, interval }, naming the value', () => {
+    const client = { status: 'ready', isCluster: false, evalsha() {}, eval() {}, callBuffer() {} } as never;
+    for (const fleet of [0, true, { instances: 0 }, { instances: 2.5 }, { instances: 2, expiry: 10 }, { expiry: 5 }, { expiry: 1000, interval: 1000 }, { expire: 1000 }]) {
+      assert.throws(() => new RedisStore({ client, onError: 'memory', fleet: fleet as never }), (e: unknown) => {
+        assert.ok(e instanceof RatekeeperError, String(e));
+        assert.match(e.message, /^ratekeeper: redisStore\.fleet must be false, \{ instances: integer >= 1 \} or \{ expiry\?: ms >= 10, interval\?: ms < expiry \}, got /);
+        return true;
+      }, JSON.stringify(fleet));
     }
   });
 });
