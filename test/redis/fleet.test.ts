@@ -11,6 +11,8 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { fork, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import { Cluster, Redis } from 'ioredis';
 import { limiter, type Limiter } from '../../src/limiter.js';
 import { rules } from '../../src/core/rules.js';
@@ -22,6 +24,7 @@ import { RedisStore, fleetPolicy, scaleRule, type FleetOptions } from '../../src
 import { fleetKey } from '../../src/stores/redis/fleet.js';
 import { FleetShare } from '../../src/stores/redis/fallback.js';
 import { RatekeeperError } from '../../src/core/errors.js';
+import { WORKER_RULES, type Hammered } from './fleet-worker.js';
 import { RedisCluster, RedisServer } from '../support/redis.js';
 import { uniquePrefix } from '../support/redis-suite.js';
 
@@ -285,5 +288,72 @@ describe('the fleet: 4 instances, Redis stopped, one key hammered', () => {
       assert.equal(admitted, exact.get(rule.algorithm), rule.algorithm);
     }
     assert.ok(stores.every((s) => !s.fallbackActive));
+  });
+});
+
+describe('the fleet in 4 processes: Redis stopped, one key hammered', () => {
+  const N = 4;
+  const WORKER = fileURLToPath(new URL('./fleet-worker.js', import.meta.url));
+  let server: RedisServer;
+  const workers: ChildProcess[] = [];
+  before(async () => {
+    server = await RedisServer.start();
+  });
+  after(async () => {
+    server.resume();
+    for (const w of workers) if (w.exitCode === null) w.kill();
+    await server.stop();
+  });
+  /** ask — sends `m` to every worker and gathers their answers. */
+  const ask = <T>(m: unknown): Promise<T[]> => Promise.all(workers.map((w) => {
+    const answer = new Promise<T>((resolve) => w.once('message', (r) => resolve(r as T)));
+    w.send(m as never);
+    return answer;
+  }));
+  /** total — per rule, the sum over the workers. */
+  const total = (hs: Hammered[], field: keyof Hammered): number[] => WORKER_RULES.map((_, i) => hs.reduce((a, h) => a + h[field][i], 0));
+
+  it('the registry counts 4 processes; stopped Redis: the exact mode\'s total, not 4 ×; SIGCONT: Redis again', async () => {
+    const prefix = uniquePrefix('fleetp');
+    for (let i = 0; i < N; i++) {
+      const w = fork(WORKER, [String(server.port), prefix, String(N)], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+      workers.push(w);
+      await new Promise<void>((resolve, reject) => {
+        w.once('message', () => resolve());
+        w.once('exit', (code) => reject(new Error(`worker exited with ${code}`)));
+      });
+    }
+    assert.deepEqual(await ask<number>('size'), [N, N, N, N]);
+    const exact = await ask<Hammered>({ hammer: 'exact' });
+    assert.deepEqual(total(exact, 'fallback'), [0, 0, 0]);
+    const whole = total(exact, 'admitted');
+    assert.deepEqual(whole, [100, 40, 25], 'the exact mode: fixedWindow 100, gcra burst 40, earrrl burst 25');
+
+    server.pause();
+    let outage: Hammered[];
+    try {
+      outage = await ask<Hammered>({ hammer: 'outage' });
+    } finally {
+      server.resume();
+    }
+    assert.deepEqual(total(outage, 'fallback'), [4 * 150, 4 * 150, 4 * 150], 'every check decided by the fallback');
+    const admitted = total(outage, 'admitted');
+    // fixedWindow and gcra split exactly (25 and 10 per process); earrrl: 7 per process, N − 1 over its exact burst
+    assert.deepEqual(admitted, [100, 40, 28], `admitted across 4 processes while Redis was away (the old fallback: ${whole.map((w) => 4 * w).join(', ')})`);
+
+    let back: Hammered[] = [];
+    for (let i = 0; i < 100; i++) {
+      back = await ask<Hammered>({ hammer: `back-${i}` });
+      if (total(back, 'fallback').every((f) => f === 0)) break;
+      await sleep(50);
+    }
+    assert.deepEqual(total(back, 'fallback'), [0, 0, 0], 'decided by Redis again');
+    assert.deepEqual(total(back, 'admitted'), whole);
+    // each process unregisters and exits
+    await Promise.all(workers.map((w) => {
+      const gone = new Promise((resolve) => w.once('exit', resolve));
+      w.send('close');
+      return gone;
+    }));
   });
 });
