@@ -128,7 +128,7 @@ export class Policy {
   /** blockFor — ms an automatic block lasts (PolicyOptions.autoBlock); 0: no automatic block. */
   readonly blockFor: number;
   /** blockReasons — per rule, the reason of an automatic block it caused (the same string for every rule when given). */
-  private readonly blockReasons: readonly string[];
+  readonly blockReasons: readonly string[];
 
   constructor(options: PolicyOptions) {
     if (typeof options === 'object' && options !== null) checkOptions(options, POLICY_OPTIONS, 'Policy');

@@ -187,6 +187,26 @@ export class Metrics {
   }
 
   /**
+   * watchStore — the Redis store's fleet as gauges read at each scrape: `ratekeeper_redis_fleet_instances` (N, the
+   * live instances it last counted) and `ratekeeper_redis_fallback_active` (1 while checks are decided on the local
+   * 'memory' fallback), and the hot keys coalesced (`ratekeeper_redis_coalesced_*`: batches, their checks, the largest).
+   * Nothing for a store without them (the memory store).
+   */
+  watchStore(of: object): void {
+    const store = of as { readonly fleetSize?: number; readonly fallbackActive?: boolean };
+    if (store.fleetSize === undefined) return;
+    const registers = [this.registry];
+    new Gauge({ name: 'ratekeeper_redis_fleet_instances', help: 'Instances sharing the Redis store, as this one last counted them (its fallback admits limit / this)', registers, collect() { this.set(store.fleetSize ?? 1); } });
+    new Gauge({ name: 'ratekeeper_redis_fallback_active', help: '1 while checks are decided on the local memory fallback (Redis did not answer the latest)', registers, collect() { this.set(store.fallbackActive === true ? 1 : 0); } });
+    // hot keys coalesced (docs/fleet.md): the batches of one key's checks sent as one script call, and their checks
+    const batches = (of as { readonly batcher?: { readonly stats: { batches: number; checks: number; largest: number } } }).batcher?.stats;
+    if (batches === undefined) return;
+    new Counter({ name: 'ratekeeper_redis_coalesced_batches_total', help: 'Script calls that carried several checks of one key (hot keys coalesced)', registers, collect() { this.reset(); this.inc(batches.batches); } });
+    new Counter({ name: 'ratekeeper_redis_coalesced_checks_total', help: 'Checks sent in coalesced script calls (divided by batches_total: the mean batch size)', registers, collect() { this.reset(); this.inc(batches.checks); } });
+    new Gauge({ name: 'ratekeeper_redis_coalesced_largest', help: 'The most checks one coalesced script call has carried', registers, collect() { this.set(batches.largest); } });
+  }
+
+  /**
    * refused — counts the hits of a limit that refuses every hit (`requests_per_unit: 0`: no rule, nothing decided by
    * the store) as `over_limit`, or `shadow_mode` when it is not enforced.
    */

@@ -59,6 +59,7 @@ export async function startService(options: ServeOptions): Promise<Running> {
   const { store, close: closeStore, healthy: storeHealthy, describe: storeText } = await openStore(options, logger);
   const local = (store as { localFirstStats?: () => import('../stores/redis/localFirst/stats.js').LocalFirstStats | undefined }).localFirstStats;
   if (typeof local === 'function' && local.call(store) !== undefined) metrics.localFirst(() => local.call(store));
+  metrics.watchStore(store);
   const described = describeStore(options, storeText);
   logger.info(`store: ${described.text}`, { event: 'store', ...described.fields });
   const service = new RateLimitService({

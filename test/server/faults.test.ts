@@ -166,6 +166,8 @@ for (const policy of ['deny', 'allow', 'memory'] as const) {
       assert.ok(h.redis.cli('--scan', '--pattern', `${h.prefix}*`).includes(key), 'the client\'s state is in Redis');
       const m = (await http(h.port, 'GET', '/metrics')).text;
       assert.ok((metric(m, 'ratekeeper_store_errors_total') ?? 0) > 0, 'store errors counted');
+      assert.equal(metric(m, 'ratekeeper_redis_fleet_instances'), 1, 'one instance in the fleet registry (or none: N = 1)');
+      assert.equal(metric(m, 'ratekeeper_redis_fallback_active'), 0, 'back on Redis');
     });
 
     test('a hung Redis (SIGSTOP): answered by the policy within the timeout; SIGCONT: Redis decides again', async () => {

@@ -6,7 +6,7 @@
  */
 import type { Decision, Override } from '../../core/types.js';
 import type { Policy } from '../../core/policy.js';
-import type { MemoryStore, MemoryTable } from '../memory.js';
+import type { MemoryTable } from '../memory.js';
 import type { BoundStore, OverrideEntry, OverrideRequest } from '../types.js';
 import { type Script, policyId, policyScript, refundScript } from './scripts.js';
 import { type Scanner } from './retime.js';
@@ -16,7 +16,7 @@ import type { RedisClient } from './client.js';
 import type { CheckSend } from './wire.js';
 import type { OnError } from './options.js';
 import { ReplyReader } from './reply.js';
-import { Fallback, unavailable } from './fallback.js';
+import { Fallback, unavailable, type FleetShare } from './fallback.js';
 import type { IndexRef, OverrideIndex } from './overrides.js';
 import { batchScript, type Batcher } from './batch.js';
 import { shareSummary, sharedSummaries, summaryKeys } from './summaries.js';
@@ -28,8 +28,10 @@ export interface BoundHost {
   readonly onError: OnError;
   readonly calls: Calls;
   readonly index: OverrideIndex;
-  readonly fallback: MemoryStore | undefined;
+  readonly fallbackShare: FleetShare | undefined;
   readonly fallbackMaxKeys: number;
+  /** failing — whether the latest check was answered by the failure policy: a check's reply clears it. */
+  failing: boolean;
   readonly isCluster: boolean;
   readonly evalshaBuffer: CheckSend;
   readonly evalBuffer: CheckSend;
@@ -54,7 +56,7 @@ export class RedisBound implements BoundStore {
   readonly script: Script;
   /** tupleId — names this bound's part of a compound script: its rules (the check script's SHA) and whether it is dry-run. */
   readonly tupleId: string;
-  /** fallback — onError 'memory': the policy's fallback (its table in the store's memory store, and the overrides it holds). */
+  /** fallback — onError 'memory': the policy's fallback (its table in the store's memory store, scaled to the fleet, and the overrides it holds). */
   readonly fallback: Fallback | undefined;
   /** reply — the reader of this policy's replies (reply.ts). */
   readonly reply: ReplyReader;
@@ -79,8 +81,7 @@ export class RedisBound implements BoundStore {
     this.script = policyScript(policy);
     // the check script's SHA names the rules themselves (policies of one id with other limits share the key id, not a script)
     this.tupleId = policy.dryRun ? `${this.script.sha}~dry` : this.script.sha;
-    const table = store.fallback?.attach(policy);
-    this.fallback = table === undefined ? undefined : new Fallback(table, store.fallbackMaxKeys);
+    this.fallback = store.fallbackShare === undefined ? undefined : new Fallback(store.fallbackShare, policy, store.fallbackMaxKeys);
     this.space = encodeKey(namespace);
     this.keyHead = `${store.prefix}{${this.space}`;
     this.keyTail = `}:${this.id}`;
@@ -285,6 +286,7 @@ export class CheckCall extends Call {
     const reply = v as Buffer;
     const b = this.bound;
     let d: Decision;
+    b.store.failing = false;
     try {
       d = b.reply.decision(reply);
       b.fallback?.learn(this.key, this.now, reply, b.reply);

@@ -1,14 +1,16 @@
 /**
  * fallback — what a check answers when Redis does not: onError 'deny' or 'allow' (`unavailable`: reason
  * 'store-unavailable'), or 'memory': a local memory store decides (`Fallback`, one per bound policy), keeping the
- * blocks and exemptions this instance set, lifted or met in a reply, so that they hold while Redis is away. Imports
- * the memory store and the reply's layout (reply.ts: an override's end and reason).
+ * blocks and exemptions this instance set, lifted or met in a reply, so that they hold while Redis is away, and
+ * deciding by the instance's share of the limits (FleetShare: the policy scaled to the fleet's size, fleet.ts).
+ * Imports the memory store, the fleet's scaling and the reply's layout (reply.ts: an override's end and reason).
  */
 import type { Decision, Override, RuleOutcome } from '../../core/types.js';
 import type { Policy } from '../../core/policy.js';
 import { localClock } from '../../core/clock.js';
-import type { MemoryTable } from '../memory.js';
+import type { MemoryStore, MemoryTable } from '../memory.js';
 import type { ReplyReader } from './reply.js';
+import { fleetPolicy } from './fleet.js';
 
 /** UNAVAILABLE_RETRY — the retryAfter of a fail-closed decision, ms: a hint to come back soon, not a promise. */
 export const UNAVAILABLE_RETRY = 1000;
@@ -26,16 +28,54 @@ export function unavailable(policy: Policy, allowed: boolean): Decision {
 }
 
 /**
- * Fallback — onError 'memory' for one policy: its table in the store's fallback memory store, and the overrides it
- * holds there. `overridden` — the keys the table holds one for (oldest first; at most maxKeys), so that a reply
- * without one lifts it.
+ * FleetShare — the store's fallback memory store, each policy's table in it attached under the policy scaled to the
+ * fleet's size N (fleetPolicy; the policy itself while N is 1). When N changes, the next fallback decision moves the
+ * table to the newly scaled policy (MemoryStore.succeed: the clients' state converted, what they used carried over
+ * and judged by the new share; blocks and exemptions kept).
+ */
+export class FleetShare {
+  /** under — per policy, the N its table was last scaled to, the scaled policy it is attached under, and the table. */
+  private readonly under = new WeakMap<Policy, { n: number; scaled: Policy; table: MemoryTable }>();
+
+  constructor(readonly memory: MemoryStore, private readonly size: () => number) {}
+
+  /** table — `policy`'s table, scaled to the fleet's size now. */
+  table(policy: Policy): MemoryTable {
+    const n = this.size();
+    const at = this.under.get(policy);
+    if (at !== undefined && at.n === n) return at.table;
+    const scaled = fleetPolicy(policy, n);
+    const table = (at === undefined ? undefined : this.memory.succeed(at.scaled, scaled, localClock())) ?? this.memory.attach(scaled);
+    this.under.set(policy, { n, scaled, table });
+    return table;
+  }
+
+  /** succeed — a limiter's policy `from` replaced by `to` (RedisStore.succeed): from's table, with its clients, becomes to's. */
+  succeed(from: Policy, to: Policy, now: number): void {
+    const at = this.under.get(from);
+    const n = at?.n ?? 1;
+    const scaled = fleetPolicy(to, n);
+    const table = this.memory.succeed(at?.scaled ?? from, scaled, now);
+    if (table !== undefined) this.under.set(to, { n, scaled, table });
+  }
+}
+
+/**
+ * Fallback — onError 'memory' for one policy: its table in the store's fallback memory store (FleetShare: scaled to
+ * the fleet), and the overrides it holds there. `overridden` — the keys the table holds one for (oldest first; at
+ * most maxKeys), so that a reply without one lifts it.
  */
 export class Fallback {
   /** lastLocal — the fallback's clock, never stepping back. */
   private lastLocal = -Infinity;
   private readonly overridden = new Map<string, Override['kind']>();
 
-  constructor(readonly table: MemoryTable, private readonly maxKeys: number) {}
+  constructor(private readonly share: FleetShare, readonly policy: Policy, private readonly maxKeys: number) {}
+
+  /** table — the policy's table in the fallback store, under its share of the fleet now. */
+  get table(): MemoryTable {
+    return this.share.table(this.policy);
+  }
 
   /** localNow — the fallback's clock, never stepping back. */
   localNow(): number {

@@ -2,7 +2,7 @@
  * ratekeeper/redis — the Redis store's public face: `redisStore` and the names its users may need. The store's
  * files, in the one direction of their imports:
  *
- *   index (this) → store (RedisStore) → bound (RedisBound) → reply, fallback, overrides (+ listing), keys
+ *   index (this) → store (RedisStore) → bound (RedisBound) → reply, fallback (→ fleet), overrides (+ listing), keys
  *     → call (the one in-flight call mechanism; wait: WAIT) → wire (client strategy; node-redis) → client (the seam)
  *   options — the options and their validation (read by store; names the client seam's types)
  *
@@ -21,6 +21,7 @@ export { RedisBound } from './bound.js';
 export { encodeKey, decodeKey, slotTag, keySlot } from './keys.js';
 export type { IndexRef, Listed } from './overrides.js';
 export { UNAVAILABLE_RETRY } from './fallback.js';
+export { FLEET_EXPIRY, fleetPolicy, scaleRule, type FleetOptions } from './fleet.js';
 
 /**
  * redisStore — state in Redis or Redis Cluster: one EVALSHA per check for the whole policy.

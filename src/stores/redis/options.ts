@@ -7,6 +7,7 @@ import { RatekeeperError, show } from '../../core/errors.js';
 import { checkOptions } from '../../core/options.js';
 import type { NodeRedisLike, RedisClient } from './client.js';
 import { readLocalFirst, type LocalFirstOptions, type LocalFirstSettings } from './localFirst/options.js';
+import { readFleet, type FleetOptions, type FleetSettings } from './fleet.js';
 
 /** OnError — what a check answers when Redis does not: refuse, admit, or decide on a local memory store. */
 export type OnError = 'deny' | 'allow' | 'memory';
@@ -72,9 +73,18 @@ export interface RedisStoreOptions {
    * @example redisStore({ client, localFirst: { maxUnsynced: 5, flushEvery: '20ms' } })
    */
   localFirst?: LocalFirstOptions;
+  /**
+   * fleet — how many instances share this Redis, so that onError 'memory' admits this instance's share of each limit
+   * while Redis is away (limit and burst divided by N, at least one request's cost: docs/fleet-fallback.md): a
+   * registry in Redis (`<prefix>{fleet}`, a heartbeat every `interval` ms, an instance counted until `expiry` ms after
+   * its last one; the store's `fleetSize` is the latest count), a fixed `{ instances }`, or `false` (every instance's
+   * fallback admits the whole limit). @default { expiry: 15_000, interval: 5_000 } with onError 'memory', else false
+   * @example redisStore({ client, onError: 'memory', fleet: { expiry: 15_000 } })
+   */
+  fleet?: FleetOptions;
 }
 
-const REDIS_STORE_OPTIONS: ReadonlySet<string> = new Set(['client', 'prefix', 'timeout', 'onError', 'maxPending', 'fallbackMaxKeys', 'coalesce', 'batch', 'wait', 'localFirst']);
+const REDIS_STORE_OPTIONS: ReadonlySet<string> = new Set(['client', 'prefix', 'timeout', 'onError', 'maxPending', 'fallbackMaxKeys', 'coalesce', 'batch', 'wait', 'localFirst', 'fleet']);
 
 /** Settings — the options read and checked, defaults filled in (the client aside: wire.ts). */
 export interface Settings {
@@ -89,6 +99,8 @@ export interface Settings {
   wait: { replicas: number; timeout: number; call: (...a: (string | number)[]) => Promise<unknown> } | undefined;
   /** localFirst — the local-first mode's settings (localFirst/options.ts); undefined: the exact mode. */
   localFirst: LocalFirstSettings | undefined;
+  /** fleet — the registry's expiry and interval (ms), a fixed N, or undefined: none (fleet.ts). */
+  fleet: FleetSettings;
 }
 
 /** checkShape — `options` is an object of known options only (before the client is looked at). */
@@ -132,5 +144,5 @@ export function readSettings(options: RedisStoreOptions, c: RedisClient): Settin
     wait = { replicas: w.replicas, timeout: w.timeout, call: (...a) => call.call(c, ...a) };
   }
   const localFirst = readLocalFirst(options.localFirst);
-  return { prefix, timeout, onError, maxPending, fallbackMaxKeys, coalesce, batch, wait, localFirst };
+  return { prefix, timeout, onError, maxPending, fallbackMaxKeys, coalesce, batch, wait, localFirst, fleet: readFleet(options.fleet, onError === 'memory') };
 }

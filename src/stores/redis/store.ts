@@ -1,8 +1,8 @@
 /**
  * store — RedisStore: state in Redis (standalone or Cluster), one EVALSHA per check for the whole policy. Holds what
  * a store's policies share: the client and how it is written to (wire.ts), the calls in flight (call.ts), the WAIT of
- * `wait` (wait.ts), the 'memory' fallback store, the index of overrides (overrides.ts), the compound scripts of
- * checkAll, the health probe. Binds policies as RedisBound (bound.ts), which sees it through BoundHost.
+ * `wait` (wait.ts), the 'memory' fallback store and the fleet it shares the limits with (fleet.ts), the index of
+ * overrides (overrides.ts), the compound scripts of checkAll, the health probe. Binds policies as RedisBound (bound.ts), which sees it through BoundHost.
  */
 import type { Decision, Override } from '../../core/types.js';
 import type { Policy } from '../../core/policy.js';
@@ -25,6 +25,8 @@ import { LocalBound } from './localFirst/bound.js';
 import { LocalHub, type LocalFirstStats } from './localFirst/stats.js';
 import type { LocalFirstSettings } from './localFirst/options.js';
 import { Batcher } from './batch.js';
+import { FleetShare } from './fallback.js';
+import { Fleet, fleetKey } from './fleet.js';
 
 /**
  * RedisStore — state in Redis (standalone or Cluster), one EVALSHA per check for the whole policy, decided by the
@@ -45,6 +47,12 @@ export class RedisStore implements Store, BoundHost {
   /** fallback — the local store of onError 'memory'; fallbackMaxKeys — its maxKeys (and the most overrides it remembers per policy). */
   readonly fallback: MemoryStore | undefined;
   readonly fallbackMaxKeys: number;
+  /** fallbackShare — the fallback's tables, each under its policy scaled to the fleet's size (fallback.ts). */
+  readonly fallbackShare: FleetShare | undefined;
+  /** fleet — this instance in the fleet registry, or its fixed size (fleet.ts); undefined: `fleet: false`, or onError not 'memory'. */
+  readonly fleet: Fleet | undefined;
+  /** failing — whether the latest check was answered by the failure policy (set by noteFailure, cleared by a check's reply). */
+  failing = false;
   readonly coalesce: boolean;
   /** batcher — the plain checks of one key in one tick, sent as one script call (batch.ts; option `batch`, on by default). */
   readonly batcher: Batcher | undefined;
@@ -72,16 +80,29 @@ export class RedisStore implements Store, BoundHost {
     this.maxPending = s.maxPending;
     this.fallbackMaxKeys = s.fallbackMaxKeys;
     if (s.onError === 'memory') this.fallback = new MemoryStore({ maxKeys: s.fallbackMaxKeys });
+    if (this.fallback !== undefined) this.fallbackShare = new FleetShare(this.fallback, () => this.fleetSize);
     this.coalesce = s.coalesce;
     this.corker = new Corker(c, s.coalesce);
     this.waiter = s.wait === undefined ? undefined : waiter(s.wait);
     this.waitFor = this.waiter?.waitFor;
     this.calls = new Calls(c, s.timeout, s.maxPending, this.nodeOf, this.waitFor);
     this.index = new OverrideIndex(this.calls, c, s.prefix, this.nodeOf);
+    if (s.fleet !== undefined) this.fleet = new Fleet(this, fleetKey(s.prefix), s.fleet);
     this.batcher = s.batch ? new Batcher(this.calls, () => this.cork()) : undefined;
     this.localFirst = s.localFirst;
     if (s.localFirst !== undefined) this.localHub = new LocalHub();
   }
+
+  /** fleetSize — N: the instances sharing this Redis at the latest heartbeat that answered (>= 1; 1 without a fleet). */
+  get fleetSize(): number {
+    return this.fleet?.size ?? 1;
+  }
+
+  /** fallbackActive — onError 'memory' and the latest check was decided on the local fallback (Redis did not answer it). */
+  get fallbackActive(): boolean {
+    return this.fallback !== undefined && this.failing;
+  }
+
 
   /** localFirst — the local-first mode's settings (undefined: the exact mode); localHub — its shared part (stats.ts). */
   readonly localFirst: LocalFirstSettings | undefined;
@@ -139,7 +160,7 @@ export class RedisStore implements Store, BoundHost {
   succeed(from: Policy, to: Policy, now: number | undefined, namespace = ''): RedisBound | undefined {
     if (to.id === undefined || from.id !== to.id || !to.compatible(from)) return undefined;
     // the 'memory' fallback's table (what this instance decided while Redis was away, its remembered blocks) carries too
-    this.fallback?.succeed(from, to, localClock());
+    this.fallbackShare?.succeed(from, to, localClock());
     const bound = this.attach(to, namespace);
     if (lengthens(from, to)) bound.retimed = retime(bound.scanner(now), this.prefix, bound.id).catch(() => -1);
     return bound;
@@ -190,6 +211,7 @@ export class RedisStore implements Store, BoundHost {
     this.cork();
     return this.calls.run(script, keys, args, true).then(
       (reply) => {
+        this.failing = false;
         const list = reply as Buffer[];
         let decisions: Decision[];
         try {
@@ -225,10 +247,11 @@ export class RedisStore implements Store, BoundHost {
   }
 
   /**
-   * close — stops the timeout timer and forgets the fallback's state; the client is the caller's to close. In
-   * local-first mode, sends the unsynced charges first and resolves once Redis has answered them (or failed).
+   * close — stops the timeout timer and the fleet's heartbeat, unregisters from the fleet (best effort, not awaited),
+   * and forgets the fallback's state; the client is the caller's to close. In local-first mode, sends the unsynced charges first and resolves once Redis has answered them (or failed).
    */
   close(): void | Promise<void> {
+    void this.fleet?.close();
     if (this.locals.size === 0) {
       this.calls.close();
       this.fallback?.close();
@@ -260,6 +283,7 @@ export class RedisStore implements Store, BoundHost {
   /** noteFailure — counts a failure and remembers why. */
   noteFailure(e: unknown): void {
     this.failures++;
+    this.failing = true;
     this.lastError = e instanceof Error ? e : new Error(String(e));
   }
 
