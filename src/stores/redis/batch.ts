@@ -7,44 +7,11 @@
  * first, so order is kept. A batch is capped at MAX_BATCH checks (a longer run is split into several calls, in order).
  */
 import type { Decision } from '../../core/types.js';
-import type { Policy } from '../../core/policy.js';
-import { body } from './compose/body.js';
-import { Script, finish } from './scripts.js';
 import { Call, StoreUnavailableError, type Budget, type Calls } from './call.js';
-import { CheckCall, type RedisBound } from './bound.js';
+import { CheckCall, type BatchSink, type RedisBound } from './bound.js';
 
 /** MAX_BATCH — the most checks one batch script call carries (bounds its ARGV, its reply and the Lua table). */
 export const MAX_BATCH = 512;
-
-/** batchScript — the check body of `policy` as a function, applied to each (now, cost) of ARGV in order. */
-export function batchScript(policy: Policy): Script {
-  const code = [
-    'local key = KEYS[1]',
-    "local deadline = ARGV[1]",
-    "if deadline == '' then deadline = nil end",
-    'local function one(now, cost, sclock, wall)',
-    body(policy, 'check'),
-    'end',
-    'local n = (#ARGV - 1) / 2',
-    'local wall = -1',
-    'local clock = deadline ~= nil',
-    "for i = 1, n do if ARGV[2 * i] == '' then clock = true end end",
-    'if clock then',
-    "  local t = redis.call('TIME')",
-    '  wall = tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000',
-    'end',
-    "if deadline and wall >= tonumber(deadline) then return redis.error_reply('LATE the caller gave up on this batch before it ran') end",
-    'local out = {}',
-    'for i = 1, n do',
-    '  local now = ARGV[2 * i]',
-    "  local sclock = now == ''",
-    '  if sclock then now = wall else now = tonumber(now) end',
-    '  out[i] = one(now, tonumber(ARGV[2 * i + 1]), sclock, wall)',
-    'end',
-    'return out',
-  ].join('\n');
-  return finish(`-- ratekeeper: a batch of checks of one client of one policy, in order (src/stores/redis/batch.ts)`, code);
-}
 
 /** Entry — one check waiting in a batch. */
 interface Entry {
@@ -62,7 +29,7 @@ export interface BatchStats {
 }
 
 /** Batcher — the checks of this tick by Redis key; flushed at the end of the tick (or when something else is sent). */
-export class Batcher {
+export class Batcher implements BatchSink {
   private pending = new Map<string, { bound: RedisBound; budget: Budget; at: number; entries: Entry[] }>();
   private scheduled = false;
   /** waiting — the calls of this tick not sent yet, per server budget (counted against maxPending with the ones sent). */

@@ -18,8 +18,17 @@ import type { OnError } from './options.js';
 import { ReplyReader } from './reply.js';
 import { Fallback, unavailable, type FleetShare } from './fallback.js';
 import type { IndexRef, OverrideIndex } from './overrides.js';
-import { batchScript, type Batcher } from './batch.js';
+import { batchScript } from './compose/batch.js';
 import { shareSummary, sharedSummaries, summaryKeys } from './summaries.js';
+
+/**
+ * BatchSink — where a plain check of a hot key waits for the end of its tick (batch.ts's Batcher): `add` queues it,
+ * `flush` sends every queued batch now (before a call whose order matters: a refund, a compound check, an override).
+ */
+export interface BatchSink {
+  add(bound: RedisBound, redisKey: string, budget: Budget, key: string, cost: number, now: number | undefined, resolve: (d: Decision) => void): void;
+  flush(): void;
+}
 
 /** BoundHost — what a bound policy uses of its store (RedisStore). */
 export interface BoundHost {
@@ -37,7 +46,7 @@ export interface BoundHost {
   readonly evalBuffer: CheckSend;
   cork(): void;
   /** batcher — the hot keys' batches of this tick (batch.ts), undefined when `batch: false`. */
-  readonly batcher: Batcher | undefined;
+  readonly batcher: BatchSink | undefined;
   noteFailure(e: unknown): void;
   run(script: ScriptText, keys: string[], args: (string | number)[], binary?: boolean, deadline?: boolean): Promise<unknown>;
   callBuffer(command: string, ...args: string[]): Promise<unknown>;
