@@ -32,7 +32,7 @@ const SECONDS = Number(process.env.BENCH_SECONDS ?? 2);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 /**
  * PARTS — the parts to run (BENCH_PARTS): speed (throughput, one at a time, the denial cache), log (the sliding log's
- * length), memory; `local` (not run by default): the local-first mode against the memory store (docs/fleet-local.md).
+ * length), memory; `local` (not run by default): the local-first mode against the memory store (docs/fleet.md).
  */
 const PARTS = new Set((process.env.BENCH_PARTS ?? 'speed,log,memory').split(','));
 
@@ -371,7 +371,7 @@ if (PARTS.has('memory')) {
 }
 
 if (PARTS.has('local')) {
-  // the local-first mode (docs/fleet-local.md) beside the memory store's check(), one check at a time, the two
+  // the local-first mode (docs/fleet.md) beside the memory store's check(), one check at a time, the two
   // interleaved per check in every round (BENCH_ROUNDS): p50 per round, median and spread over rounds; script calls
   // (EVALSHA + EVAL, INFO commandstats) per check. The event loop is given a turn every 64 checks (unmeasured), as a
   // server's I/O gives it: the flushes' replies and timers run there.

@@ -63,7 +63,7 @@ Usage:
 Scenarios (the EARRRL document's figures):
 ${Object.entries(SCENARIOS).map(([name, what]) => `  ${name.padEnd(18)}${what}`).join('\n')}
   fleet-local       the Redis store's local-first mode: over-admission of a flood on one key against flushEvery
-                    and N instances, beside the bound (N − 1) × maxUnsynced (docs/fleet-local.md)
+                    and N instances, beside the bound (N − 1) × maxUnsynced (docs/fleet.md)
 
 Options:
   --out DIR, -o DIR      where to write the files (created if missing)                     default: .

@@ -33,9 +33,7 @@ export function serveOptions(argv: string[], env: NodeJS.ProcessEnv): ServeOptio
         'admin-port': { type: 'string' }, 'admin-host': { type: 'string' }, 'admin-token': { type: 'string' },
         'metrics-max-series': { type: 'string' },
         'admin-allowed-hosts': { type: 'string' }, 'admin-max-event-clients': { type: 'string' },
-        // -- redis connection (helper C) --
         ...REDIS_FLAGS,
-        // -- end redis connection --
         // -- logs --
         'log-level': { type: 'string' }, 'log-format': { type: 'string' }, 'log-keys': { type: 'string' }, 'log-keys-secret': { type: 'string' },
         // -- end logs --
@@ -58,7 +56,6 @@ export function serveOptions(argv: string[], env: NodeJS.ProcessEnv): ServeOptio
   }
   let redis = nonEmpty(f.redis, '--redis');
   let redisCluster = nonEmpty(f['redis-cluster'], '--redis-cluster')?.split(',').map((s) => s.trim()).filter(Boolean);
-  // -- redis connection (helper C) --
   const redisConnect = redisFlags(f as Record<string, string | boolean | undefined>, env, ServeUsageError);
   let redisSentinel = redisConnect.sentinels;
   let redisSentinelMaster = redisConnect.sentinelMaster;
@@ -73,7 +70,6 @@ export function serveOptions(argv: string[], env: NodeJS.ProcessEnv): ServeOptio
     redisSentinelMaster = t.master;
     redisSocket = t.socketPath;
   }
-  // -- end redis connection --
   const timeout = int(f['store-timeout'] ?? env.RATEKEEPER_STORE_TIMEOUT, '--store-timeout', 1);
   const maxKeys = int(f['max-keys'], '--max-keys', 1);
   const requestTimeout = int(f['request-timeout'] ?? set(env.RATEKEEPER_REQUEST_TIMEOUT), '--request-timeout', 1);
@@ -91,12 +87,10 @@ export function serveOptions(argv: string[], env: NodeJS.ProcessEnv): ServeOptio
   if (healthCheckStore !== undefined) o.healthCheckStore = healthCheckStore;
   if (redis !== undefined) o.redis = redis;
   if (redisCluster !== undefined) o.redisCluster = redisCluster;
-  // -- redis connection (helper C) --
   if (redisSentinel !== undefined) o.redisSentinel = redisSentinel;
   if (redisSentinelMaster !== undefined) o.redisSentinelMaster = redisSentinelMaster;
   if (redisSocket !== undefined) o.redisSocket = redisSocket;
   o.redisConnect = redisConnect;
-  // -- end redis connection --
   const prefix = f.prefix ?? set(env.CACHE_KEY_PREFIX);
   if (prefix !== undefined) o.prefix = prefix;
   if (onStoreError !== undefined) o.onStoreError = onStoreError;

@@ -1,6 +1,6 @@
 /**
  * localFirstFlags — the Redis store's local-first mode from `ratekeeper serve`'s flags (--redis-max-unsynced,
- * --redis-flush-every, --redis-cold-fresh: docs/fleet-local.md) into RedisFlags; each problem a usage error naming
+ * --redis-flush-every, --redis-cold-fresh: docs/fleet.md) into RedisFlags; each problem a usage error naming
  * its flag. Called by redisFlags (redisOptions.ts).
  */
 import { show } from '../core/errors.js';

@@ -105,7 +105,7 @@ export class Metrics {
   }
 
   /**
-   * localFirst — the Redis store's local-first mode (docs/fleet-local.md) as `ratekeeper_redis_local_*`, read from
+   * localFirst — the Redis store's local-first mode (docs/fleet.md) as `ratekeeper_redis_local_*`, read from
    * `read` (RedisStore.localFirstStats) at each scrape: unsynced units, clients in debt, copies held, syncs, units
    * flushed, failures, duplicates, units lost, checks decided exactly, and the syncs' round trips (sum, count, max).
    */

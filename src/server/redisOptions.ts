@@ -42,7 +42,7 @@ export interface RedisFlags {
   waitTimeout?: number;
   /**
    * maxUnsynced, flushEvery, coldFresh — the store's local-first mode (`--redis-max-unsynced`, `--redis-flush-every`,
-   * `--redis-cold-fresh`; docs/fleet-local.md): cost units per client decided here before Redis sees them, the longest
+   * `--redis-cold-fresh`; docs/fleet.md): cost units per client decided here before Redis sees them, the longest
    * a charge waits (ms), cold clients decided as fresh. maxUnsynced undefined or 0: the exact mode.
    */
   maxUnsynced?: number;
@@ -77,11 +77,11 @@ export const REDIS_HELP = `  --redis-sentinel HOSTS   Redis Sentinel: the Sentin
   --redis-wait-replicas N  WAIT for N replicas after each charging call, in the same round trip
   --redis-wait-timeout MS  WAIT's timeout                                                      default: 50
   --redis-max-unsynced N   local-first: cost units per client decided here before Redis sees them
-                           (0: exact; with N instances at most (N − 1) × N units beyond: docs/fleet-local.md)
+                           (0: exact; with K instances at most (K − 1) × N units beyond: docs/fleet.md)
   --redis-flush-every MS   local-first: the longest a charge waits to be sent, and the oldest copy
                            decided on (ms, or a duration: 20ms, 1s; at most 60 s)                default: 20
   --redis-cold-fresh       local-first: decide a client with no fresh copy as fresh (no round trip;
-                           bound N × max-unsynced, blocks learned at the first flush)
+                           bound K × max-unsynced, blocks learned at the first flush)
 `;
 
 /** UsageError — thrown for a bad flag; the CLI maps it to exit code 2 (it takes the CLI's own class). */

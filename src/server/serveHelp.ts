@@ -22,9 +22,7 @@ Options (environment variable used when the flag is absent):
                            (user:password@ in the URL)                 REDIS_URL (with REDIS_TYPE=single)
   --redis-cluster URLS     Redis Cluster: some nodes, comma-separated  REDIS_URL (with REDIS_TYPE=cluster)
                            (none of these: the embedded memory store, for one instance)
-  -- redis connection (helper C) --
-${REDIS_HELP}  -- end redis connection --
-  --prefix TEXT            Redis key prefix                            CACHE_KEY_PREFIX        default: rk:
+${REDIS_HELP}  --prefix TEXT            Redis key prefix                            CACHE_KEY_PREFIX        default: rk:
   --on-store-error MODE    when Redis fails: deny, allow, or memory    RATEKEEPER_ON_STORE_ERROR  default: memory
                            (decide on a local memory store until Redis answers again)
   --store-timeout MS       ms a Redis call may take                    RATEKEEPER_STORE_TIMEOUT   default: 1000

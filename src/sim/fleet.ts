@@ -1,5 +1,5 @@
 /**
- * sim/fleet — the Redis store's local-first mode (docs/fleet-local.md) on a virtual clock: N instances flooded on one
+ * sim/fleet — the Redis store's local-first mode (docs/fleet.md) on a virtual clock: N instances flooded on one
  * key, each deciding on its own copy with the core's Policy (as the store does), its charges sent after maxUnsynced
  * units or flushEvery, applied by "Redis" in arrival order each at its own time (Policy.force, as the sync script's
  * rules' templates do), the global state replacing the copy and the charges made since replayed; beside the exact mode

@@ -1,5 +1,5 @@
 /**
- * The local-first mode's bound (docs/fleet-local.md), with real processes: N = 4 processes hammer one key, each
+ * The local-first mode's bound (docs/fleet.md), with real processes: N = 4 processes hammer one key, each
  * deciding on its own copy and syncing by maxUnsynced / flushEvery; what they admit together is within
  * [exact, exact + (N − 1) × maxUnsynced] for every algorithm decided locally, on a standalone server and on the
  * 3-master Cluster, and the script calls per check (INFO commandstats) are at most 1 / maxUnsynced.

@@ -15,10 +15,10 @@ import { rules } from '../../src/core/rules.js';
 
 const CLI = fileURLToPath(new URL('../../src/cli.js', import.meta.url));
 
-test('over-admission per algorithm as docs/fleet-local.md states it: within (N − 1) × maxUnsynced at any time (EARRRL: plus one request), per window or period for the windows and exponential; tight under a flood', () => {
+test('over-admission per algorithm as docs/fleet.md states it: within (N − 1) × maxUnsynced at any time (EARRRL: plus one request), per window or period for the windows and exponential; tight under a flood', () => {
   const grid = [[2, 5, 20], [4, 10, 5], [8, 3, 100], [3, 1, 1], [8, 10, 50]];
   /**
-   * allowance — the excess docs/fleet-local.md states, for N instances, maxUnsynced m, over `duration` ms of a 1 s rule:
+   * allowance — the excess docs/fleet.md states, for N instances, maxUnsynced m, over `duration` ms of a 1 s rule:
    * counted at an instant (admitted so far against the exact mode's), a refilling rule may show one more request than
    * the bound on its state (the two admit at different fractions of a token: m = 1, N = 3 led by 3).
    */

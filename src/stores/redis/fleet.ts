@@ -4,7 +4,7 @@
  * `<prefix>{fleet}` (one hash slot), each instance's random id scored by when its registration expires (server
  * TIME); every `interval` ms a heartbeat (lua/fleet.lua) registers this instance, drops the expired and counts the
  * live ones (`Fleet.size`, N). The share: `fleetPolicy`, the policy's rules with their amounts divided by N
- * (docs/fleet-fallback.md says what scales per algorithm and why). Imports the script (scripts.ts) and the core
+ * (docs/fleet.md says what scales per algorithm and why). Imports the script (scripts.ts) and the core
  * rules; the store's calls are passed in.
  */
 import { randomBytes } from 'node:crypto';

@@ -68,14 +68,14 @@ export interface RedisStoreOptions {
   wait?: { replicas: number; timeout: number };
   /**
    * localFirst — decide in-process on a copy of each client's state, synced with Redis in batches, within a stated
-   * bound (docs/fleet-local.md; {@link LocalFirstOptions}). Policies with slidingLog rules or an automatic block stay
+   * bound (docs/fleet.md; {@link LocalFirstOptions}). Policies with slidingLog rules or an automatic block stay
    * in the exact mode. Undefined, or `maxUnsynced: 0`: the exact mode. @default undefined
    * @example redisStore({ client, localFirst: { maxUnsynced: 5, flushEvery: '20ms' } })
    */
   localFirst?: LocalFirstOptions;
   /**
    * fleet — how many instances share this Redis, so that onError 'memory' admits this instance's share of each limit
-   * while Redis is away (limit and burst divided by N, at least one request's cost: docs/fleet-fallback.md): a
+   * while Redis is away (limit and burst divided by N, at least one request's cost: docs/fleet.md): a
    * registry in Redis (`<prefix>{fleet}`, a heartbeat every `interval` ms, an instance counted until `expiry` ms after
    * its last one; the store's `fleetSize` is the latest count), a fixed `{ instances }`, or `false` (every instance's
    * fallback admits the whole limit). @default { expiry: 15_000, interval: 5_000 } with onError 'memory', else false
