@@ -68,6 +68,22 @@ describe('faults', () => {
     await store.close();
   });
 
+  test('an exact-mode check re-sent after NOSCRIPT: a fetch sent meanwhile (it reaches Redis first) does not make the copy fresh without that charge', async () => {
+    // The check script of a policy not used yet on this server answers NOSCRIPT and is re-sent by its text; the sync
+    // script is loaded already, so a fetch sent after the check (the next checks of the key wait for it) runs before
+    // the check's charge. Two instances, maxUnsynced 2, limit 6: the bound is 6 + 2; deciding on that fetch admitted 10.
+    const prefix = fresh();
+    await client.script('FLUSH');
+    const stores = [0, 1].map(() => redisStore({ client, prefix, localFirst: { maxUnsynced: 2, flushEvery: '60s' } }));
+    const lims = stores.map((store) => limiter({ rules: [rules.tokenBucket({ limit: 6, per: '1h' })], store }));
+    for (const lim of lims) await lim.check('warm', { now: BASE }); // a fetch: loads the sync script only
+    const checks: Promise<boolean>[] = [];
+    for (const lim of lims) for (const cost of [3, 1, 1]) checks.push(lim.check('k', { now: BASE + 1, cost }).then((d) => d.allowed));
+    const admitted = (await Promise.all(checks)).reduce((a, ok, i) => a + (ok ? [3, 1, 1][i % 3] : 0), 0);
+    assert.ok(admitted <= 6 + 2, `admitted ${admitted} > 6 + 2`);
+    for (const s of stores) await s.close();
+  });
+
   test('Redis paused past the budget: the failure policy answers; then the store recovers', async () => {
     const prefix = fresh();
     const store = redisStore({ client, prefix, timeout: 100, onError: 'deny', localFirst: { maxUnsynced: 2, flushEvery: '10ms' } });

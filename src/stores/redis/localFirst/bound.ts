@@ -35,7 +35,7 @@ class Copy {
   synced = -Infinity;
   /** must — the copy lacks a write made outside the sync (an exact check, an override, a reset): refetched before any decision, whatever `cold` says. */
   must = false;
-  /** mustSince — performance.now() when `must` was set: a sync sent after it clears it. */
+  /** mustSince — performance.now() when `must` was set (again when an exact-mode check of the client settles): a sync sent after it clears it. */
   mustSince = 0;
   unsent: number[] = [];
   unsentUnits = 0;
@@ -63,6 +63,11 @@ const ATTEMPTS = 4;
 export class LocalBound extends RedisBound {
   private readonly syncer: SyncScript;
   private readonly copies = new Map<string, Copy>();
+  /**
+   * exacting — clients with exact-mode checks in flight, and how many: while any is, no sync makes the client's copy
+   * fresh (a check re-sent after NOSCRIPT reaches Redis behind syncs sent later, whose state lacks its charge).
+   */
+  private readonly exacting = new Map<string, number>();
   /** due — clients with unsent charges, by when they must be sent (performance.now() ms), in that order. */
   private readonly due = new Map<string, number>();
   /** urgent — clients to sync at the end of this tick. */
@@ -112,7 +117,13 @@ export class LocalBound extends RedisBound {
         // no room for another copy (maxKeys, every old one still unsynced): this check is decided exactly, without one
         if (!this.room()) return this.exactWithout(key, cost, now);
         c = this.insert(key);
-        if (this.fresh) c.synced = performance.now();
+        if (this.exacting.has(key)) {
+          // an exact-mode check of it is in flight (made without a copy): fetched after that check settles
+          c.must = true;
+          c.mustSince = performance.now();
+        } else if (this.fresh) {
+          c.synced = performance.now();
+        }
       }
       if (this.ready(c, cost, performance.now())) return this.decide(key, c, cost, now);
       if ((cost > this.m || attempt >= ATTEMPTS) && c.unseen === 0) return this.exact(key, c, cost, now);
@@ -125,15 +136,15 @@ export class LocalBound extends RedisBound {
   }
 
   /**
-   * exact — the exact mode's check (a cost above the budget): Redis decides. The copy is stale from before it is sent,
-   * so that no check decides on a copy that lacks this instance's own charge: the next ones refetch it, and their
-   * fetch, sent after it on the same connection, sees it.
+   * exact — the exact mode's check (a cost above the budget): Redis decides. The copy is stale from before it is sent
+   * until a sync sent after it has *settled* answers, so that no check decides on a copy that lacks this instance's own
+   * charge. Sent after it on the same connection is not enough: a check script Redis does not have yet answers NOSCRIPT
+   * and is re-sent by its text behind the fetches sent meanwhile, which then return the state without its charge.
    */
   private exact(key: string, c: Copy, cost: number, now: number | undefined): Promise<Decision> {
-    this.hub.stats.exact++;
     c.must = true;
     c.mustSince = performance.now();
-    return super.evaluate(key, cost, now);
+    return this.exactWithout(key, cost, now);
   }
 
   /** decide — the decision on the copy, by the core's Policy; what it charged is kept to be sent. */
@@ -193,10 +204,24 @@ export class LocalBound extends RedisBound {
     return this.copies.size < this.maxKeys;
   }
 
-  /** exactWithout — the exact mode's check of a client this instance keeps no copy of (no room under maxKeys). */
+  /**
+   * exactWithout — the exact mode's check of a client this instance keeps no copy of (no room under maxKeys), or whose
+   * copy exact() made stale; counted in `exacting` until it settles, when the copy (if any by then) is stale again.
+   */
   private exactWithout(key: string, cost: number, now: number | undefined): Promise<Decision> {
     this.hub.stats.exact++;
-    return super.evaluate(key, cost, now);
+    const exacting = this.exacting;
+    exacting.set(key, (exacting.get(key) ?? 0) + 1);
+    return super.evaluate(key, cost, now).finally(() => {
+      const left = (exacting.get(key) ?? 1) - 1;
+      if (left > 0) exacting.set(key, left);
+      else exacting.delete(key);
+      const c = this.copies.get(key);
+      if (c !== undefined) {
+        c.must = true;
+        c.mustSince = performance.now();
+      }
+    });
   }
 
   /** awaitSync — resolves at the next answer of a sync of `key` (the one in flight, or one sent at the end of this tick). */
@@ -358,7 +383,7 @@ export class LocalBound extends RedisBound {
     const u = c.unsent;
     for (let i = 0; i < u.length; i += 3) this.policy.force(s, 0, u[i], u[i + 1], u[i + 2] === 1);
     c.synced = f.sent;
-    if (f.sent >= c.mustSince) c.must = false;
+    if (f.sent >= c.mustSince && !this.exacting.has(key)) c.must = false;
     const debt = !this.policy.verdict(s, 0, undefined, this.hub.now(), 1, undefined);
     if (debt !== c.debt) {
       stats.debt += debt ? 1 : -1;
