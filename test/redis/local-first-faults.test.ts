@@ -251,6 +251,35 @@ describe('attacks', () => {
     await store.close();
   });
 
+  test('50 rule changes (Limiter.succeed, then detach of the old policy): the old local-first bounds are released once flushed, and Redis holds every charge', async () => {
+    const prefix = fresh();
+    const store = redisStore({ client, prefix, localFirst: { maxUnsynced: 5, flushEvery: '1s' } });
+    const make = (limit: number): ReturnType<typeof limiter> => limiter({ id: 'api', rules: [rules.fixedWindow({ limit, per: '1h' })], store });
+    let lim = make(1000);
+    let admitted = 0;
+    let most = 0;
+    for (let i = 0; i < 50; i++) {
+      for (const k of ['a', 'b', 'c']) if ((await lim.check(k, { now: BASE + i })).allowed) admitted++;
+      const next = make(1000 + i + 1);
+      assert.equal(next.succeed(lim), true);
+      store.detach(lim.policy); // the service's retire() (src/server/runtime.ts)
+      lim = next;
+      most = Math.max(most, store.liveLocalBounds);
+    }
+    await store.flush();
+    for (let i = 0; i < 20 && store.liveLocalBounds > 1; i++) await sleep(10);
+    assert.equal(store.liveLocalBounds, 1, 'only the policy in use keeps a local-first bound');
+    assert.ok(most <= 3, `${most} local-first bounds at once during the reloads`);
+    assert.equal(store.localFirstStats()?.copies, 0, 'the retired policies\' copies are gone (the one in use has checked nothing yet)');
+    assert.equal(store.localFirstStats()?.unsynced, 0);
+    assert.equal(admitted, 150);
+    const exact = limiter({ id: 'api', rules: [rules.fixedWindow({ limit: 1050, per: '1h' })], store: redisStore({ client, prefix }) });
+    for (const k of ['a', 'b', 'c']) assert.equal((await exact.peek(k, { now: BASE + 60 })).remaining, 1050 - 50, k);
+    assert.equal((await lim.check('a', { now: BASE + 61 })).remaining, 1050 - 51);
+    assert.equal(store.localFirstStats()?.copies, 1);
+    await store.close();
+  });
+
   test('bad options are errors naming the option', () => {
     const bad: [unknown, RegExp][] = [
       [{ maxUnsynced: 5, flushEvery: 0 }, /localFirst\.flushEvery must be a duration > 0/],

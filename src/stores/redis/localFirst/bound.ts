@@ -81,6 +81,11 @@ export class LocalBound extends RedisBound {
   private readonly every: number;
   private readonly fresh: boolean;
   private readonly maxKeys: number;
+  /** retired — detach() released this bound: every check is the exact mode's, and the copies go once their charges are answered (retire). */
+  private retired = false;
+  /** closed — close() ran: the retirement stops waiting; wake — ends its pause between two flush attempts early. */
+  private closed = false;
+  private wake: (() => void) | undefined;
 
   constructor(store: BoundHost, policy: Policy, namespace: string, readonly settings: LocalFirstSettings, readonly hub: LocalHub) {
     super(store, policy, namespace);
@@ -97,6 +102,7 @@ export class LocalBound extends RedisBound {
   }
 
   override evaluate(key: string, cost: number, now: number | undefined): Promise<Decision> {
+    if (this.retired) return this.exactWithout(key, cost, now);
     const c = this.copies.get(key);
     if (c !== undefined && this.ready(c, cost, performance.now())) return Promise.resolve(this.decide(key, c, cost, now));
     return this.slow(key, cost, now);
@@ -112,6 +118,7 @@ export class LocalBound extends RedisBound {
   /** slow — a check that needs a sync first (a cold or stale copy, a spent budget), or the exact mode (a cost above maxUnsynced). */
   private async slow(key: string, cost: number, now: number | undefined): Promise<Decision> {
     for (let attempt = 0; ; attempt++) {
+      if (this.retired) return this.exactWithout(key, cost, now);
       let c = this.copies.get(key);
       if (c === undefined) {
         // no room for another copy (maxKeys, every old one still unsynced): this check is decided exactly, without one
@@ -278,11 +285,53 @@ export class LocalBound extends RedisBound {
     await Promise.all(waits);
   }
 
-  /** close — stops the timer (the caller flushes first if it wants the charges sent). */
+  /** close — stops the timer (the caller flushes first if it wants the charges sent), and a retirement's waiting. */
   close(): void {
     if (this.timer !== undefined) clearTimeout(this.timer);
     this.timer = undefined;
     this.timerAt = Infinity;
+    this.closed = true;
+    this.wake?.();
+  }
+
+  /**
+   * retire — the policy is detached (no limiter uses it): from now on checks are the exact mode's; the unsynced
+   * charges are sent (a failed flush is retried every flushEvery, and given up after KEEP / 2 as always), then every
+   * copy is dropped. Resolves then, or at close().
+   */
+  async retire(): Promise<void> {
+    this.retired = true;
+    while (!this.closed && this.busy()) {
+      await this.flush();
+      if (this.closed || !this.busy()) break;
+      await new Promise<void>((resolve) => {
+        const t = setTimeout(resolve, this.every);
+        t.unref();
+        this.wake = () => {
+          clearTimeout(t);
+          resolve();
+        };
+      });
+      this.wake = undefined;
+    }
+    const stats = this.hub.stats;
+    for (const c of this.copies.values()) {
+      stats.copies--;
+      if (c.debt) stats.debt--;
+    }
+    this.copies.clear();
+    this.due.clear();
+    this.urgent.clear();
+    this.lastKey = undefined;
+    if (this.timer !== undefined) clearTimeout(this.timer);
+    this.timer = undefined;
+    this.timerAt = Infinity;
+  }
+
+  /** busy — whether a copy has charges Redis has not answered, or a sync in flight. */
+  private busy(): boolean {
+    for (const c of this.copies.values()) if (c.unseen > 0 || c.inflight !== undefined) return true;
+    return false;
   }
 
   /** flushNow — one batch: a flight for every urgent client not already in flight, grouped into script calls. */
