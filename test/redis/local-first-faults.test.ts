@@ -280,6 +280,51 @@ describe('attacks', () => {
     await store.close();
   });
 
+  test('Redis answering the sync with something else (a bulk string, short strings): the failure policy answers, nothing hangs or throws, the charges are applied once when it answers right again', async () => {
+    // a client that, while `garbage` is set, sends the sync's EVALSHA as another command to the same real server
+    let garbage: string[] | undefined;
+    const sync = (...a: (string | number)[]): boolean => (a[0] === 'EVALSHA' || a[0] === 'EVAL') && Number(a[2]) % 2 === 0; // two keys per client; a check has one
+    const faulty = {
+      get status() {
+        return client.status;
+      },
+      evalsha: client.evalsha.bind(client), eval: client.eval.bind(client),
+      callBuffer: (...a: (string | number)[]) => (garbage !== undefined && sync(...a) ? client.callBuffer(garbage[0], ...garbage.slice(1)) : client.callBuffer(a[0] as string, ...a.slice(1))),
+    };
+    const prefix = fresh();
+    await client.del('lff:junk');
+    await client.rpush('lff:junk', 'x', 'y', 'z');
+    const store = redisStore({ client: faulty as never, prefix, localFirst: { maxUnsynced: 2, flushEvery: '10ms' } });
+    const lim = limiter({ rules: [rules.fixedWindow({ limit: 1000, per: '1h' })], store });
+    let admitted = 0;
+    for (let i = 0; i < 4; i++) if ((await lim.check('k', { now: BASE + i })).allowed) admitted++;
+    const rejections: unknown[] = [];
+    const onRejection = (e: unknown): void => void rejections.push(e);
+    process.on('unhandledRejection', onRejection);
+    try {
+      for (const g of [['ECHO', 'garbage'], ['LRANGE', 'lff:junk', '0', '-1']]) {
+        garbage = g;
+        for (let i = 0; i < 6; i++) {
+          const d = await Promise.race([lim.check('k', { now: BASE + 10 + i }), sleep(2_000).then(() => undefined)]);
+          assert.ok(d !== undefined, `a check hung on the reply ${g[0]}`);
+          if (d.allowed) admitted++;
+        }
+        await sleep(30);
+      }
+      garbage = undefined;
+      for (let i = 0; i < 100 && (store.localFirstStats()?.unsynced ?? 1) > 0; i++) await sleep(20);
+    } finally {
+      garbage = undefined;
+      process.off('unhandledRejection', onRejection);
+    }
+    assert.deepEqual(rejections, []);
+    assert.equal(store.localFirstStats()?.unsynced, 0);
+    assert.ok((store.localFirstStats()?.failures ?? 0) >= 2);
+    const exact = limiter({ rules: [rules.fixedWindow({ limit: 1000, per: '1h' })], store: redisStore({ client, prefix }) });
+    assert.equal((await exact.peek('k', { now: BASE + 60 })).remaining, 1000 - admitted);
+    await store.close();
+  });
+
   test('bad options are errors naming the option', () => {
     const bad: [unknown, RegExp][] = [
       [{ maxUnsynced: 5, flushEvery: 0 }, /localFirst\.flushEvery must be a duration > 0/],

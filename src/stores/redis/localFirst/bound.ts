@@ -13,6 +13,7 @@ import type { Policy } from '../../../core/policy.js';
 import type { OverrideRequest } from '../../types.js';
 import { RedisBound, type BoundHost } from '../bound.js';
 import { slotOf } from '../slot.js';
+import { StoreUnavailableError } from '../call.js';
 import { syncScript, type SyncScript } from './script.js';
 import type { LocalFirstSettings } from './options.js';
 import { KEEP, type LocalHub } from './stats.js';
@@ -391,8 +392,24 @@ export class LocalBound extends RedisBound {
       (reply) => {
         const at = performance.now();
         this.hub.latency(at - sent);
-        const list = reply as Buffer[];
-        for (let i = 0; i < keys.length; i++) this.answered(keys[i], copies[i], list[i], at);
+        // a reply not in the sync's shape (a proxy, a server that is not Redis): that client's flush failed (retried as is)
+        const list: unknown[] = Array.isArray(reply) ? reply : [];
+        const least = 32 + 8 * this.syncer.redisSize;
+        let bad: StoreUnavailableError | undefined;
+        for (let i = 0; i < keys.length; i++) {
+          const r = list[i];
+          const kind = Buffer.isBuffer(r) && r.length >= least ? r.readDoubleLE(0) : 0;
+          if (kind === 1 || kind === 2 || kind === 3) {
+            this.answered(keys[i], copies[i], r as Buffer, at);
+            continue;
+          }
+          if (bad === undefined) {
+            bad = new StoreUnavailableError(`unreadable reply to the local-first sync: ${Array.isArray(reply) ? `item ${i} of ${reply.length}` : typeof reply}`);
+            this.hub.stats.failures++;
+            this.store.noteFailure(bad);
+          }
+          this.failedSync(keys[i], copies[i], bad);
+        }
       },
       (e: unknown) => {
         this.hub.stats.failures++;
