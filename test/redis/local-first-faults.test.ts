@@ -8,6 +8,9 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import { Cluster } from 'ioredis';
 import { RedisCluster, RedisServer } from '../support/redis.js';
@@ -323,6 +326,18 @@ describe('attacks', () => {
     const exact = limiter({ rules: [rules.fixedWindow({ limit: 1000, per: '1h' })], store: redisStore({ client, prefix }) });
     assert.equal((await exact.peek('k', { now: BASE + 60 })).remaining, 1000 - admitted);
     await store.close();
+  });
+
+  test('nothing keeps the process alive after close(): unsynced charges, a detached policy, a check after close', async () => {
+    const child = spawn(process.execPath, [fileURLToPath(new URL('./local-first-exit.js', import.meta.url)), String(server.port)], { stdio: ['ignore', 'pipe', 'inherit'] });
+    let out = '';
+    child.stdout.on('data', (b: Buffer) => (out += b.toString()));
+    const started = performance.now();
+    const code = await Promise.race([once(child, 'exit').then(([c]) => c as number), sleep(10_000).then(() => 'hung')]);
+    if (code === 'hung') child.kill('SIGKILL');
+    assert.equal(code, 0, `the process ${code === 'hung' ? 'was still alive after 10 s' : `exited with ${code}`}`);
+    assert.equal(out.trim(), 'done');
+    assert.ok(performance.now() - started < 5_000);
   });
 
   test('bad options are errors naming the option', () => {
