@@ -340,6 +340,25 @@ describe('attacks', () => {
     assert.ok(performance.now() - started < 5_000);
   });
 
+  test('one client whose key Redis refuses (WRONGTYPE) fails only its own flush, not those of the clients in its batch', async () => {
+    const prefix = fresh();
+    const store = redisStore({ client, prefix, localFirst: { maxUnsynced: 50, flushEvery: '10ms', cold: 'fresh' } });
+    const lim = limiter({ rules: [rules.fixedWindow({ limit: 1000, per: '1h' })], store });
+    const key = (store.attach(lim.policy) as RedisBound).redisKey('poison');
+    await client.hset(key, 'f', 'v'); // not the string a client's state is
+    for (const k of ['b', 'poison', 'c', 'd']) await lim.check(k, { now: BASE });
+    await store.flush(); // one batch of four: the script stops at the poisoned key, then each is sent alone
+    await sleep(50);
+    assert.equal(store.localFirstStats()?.unsynced, 1, 'only the poisoned client\'s charge is still unsynced');
+    const exact = limiter({ rules: [rules.fixedWindow({ limit: 1000, per: '1h' })], store: redisStore({ client, prefix }) });
+    for (const k of ['b', 'c', 'd']) assert.equal((await exact.peek(k, { now: BASE + 1 })).remaining, 999, k);
+    assert.equal(store.localFirstStats()?.duplicates, 1, 'b, applied before the error, was sent again alone: a duplicate (999 left: applied once)');
+    await client.del(key);
+    for (let i = 0; i < 100 && (store.localFirstStats()?.unsynced ?? 1) > 0; i++) await sleep(10);
+    assert.equal((await exact.peek('poison', { now: BASE + 1 })).remaining, 999, 'sent once its key is fixed');
+    await store.close();
+  });
+
   test('bad options are errors naming the option', () => {
     const bad: [unknown, RegExp][] = [
       [{ maxUnsynced: 5, flushEvery: 0 }, /localFirst\.flushEvery must be a duration > 0/],

@@ -25,6 +25,18 @@ interface Flight {
   units: number;
   first: number;
   sent: number;
+  /** alone — Redis refused this flush for its own client's sake (a key of the wrong type…): sent in a call of its own, so that it fails no other client's. */
+  alone?: boolean;
+}
+
+/** GLOBAL — error replies about the server, not one client's keys: a call that fails with one is not split client by client. */
+const GLOBAL = /^(OOM|READONLY|BUSY|LOADING|MASTERDOWN|NOREPLICAS|CLUSTERDOWN|MISCONF|NOSCRIPT|TRYAGAIN|MOVED|ASK|CROSSSLOT|NOPERM|NOAUTH|WRONGPASS)\b/;
+
+/** clientError — whether a failed sync call was refused by Redis for something a client's keys may cause alone (an error reply not about the server). */
+function clientError(e: unknown): boolean {
+  const cause = e instanceof Error ? (e.cause as { name?: unknown; message?: unknown } | undefined) : undefined;
+  if (cause === undefined || (cause.name !== 'ReplyError' && cause.name !== 'ErrorReply')) return false;
+  return typeof cause.message === 'string' && !GLOBAL.test(cause.message);
 }
 
 /**
@@ -360,6 +372,10 @@ export class LocalBound extends RedisBound {
       }
       f.sent = p;
       c.inflight = f;
+      if (f.alone === true) {
+        this.send([key]);
+        continue;
+      }
       const g = cluster ? slotOf(this.redisKey(key)) : 0;
       let list = groups.get(g);
       if (list === undefined || list.length >= BATCH) {
@@ -372,13 +388,14 @@ export class LocalBound extends RedisBound {
     for (const list of groups.values()) if (list.length > 0) this.send(list);
   }
 
-  /** send — one sync call for these clients (each with its flight in c.inflight). */
-  private send(keys: string[]): void {
+  /** send — one sync call for these clients (each with its flight in c.inflight; `given`: their copies, else looked up). */
+  private send(keys: string[], given?: Copy[]): void {
     const redisKeys: string[] = [];
     const args: string[] = [this.hub.id, String(KEEP), ''];
     const copies: Copy[] = [];
-    for (const key of keys) {
-      const c = this.copies.get(key) as Copy;
+    for (let i = 0; i < keys.length; i++) {
+      const key = keys[i];
+      const c = given?.[i] ?? (this.copies.get(key) as Copy);
       copies.push(c);
       const rk = this.redisKey(key);
       redisKeys.push(rk, `${rk}~s`);
@@ -414,7 +431,17 @@ export class LocalBound extends RedisBound {
       (e: unknown) => {
         this.hub.stats.failures++;
         this.store.noteFailure(e);
-        for (let i = 0; i < keys.length; i++) this.failedSync(keys[i], copies[i], e);
+        const mine = clientError(e);
+        // one client's keys may have failed the whole call (Redis runs the script to its first error): each is sent
+        // alone, with the same flight (a client applied before the error is then a duplicate, applied once)
+        if (mine && keys.length > 1) {
+          for (let i = 0; i < keys.length; i++) this.send([keys[i]], [copies[i]]);
+          return;
+        }
+        for (let i = 0; i < keys.length; i++) {
+          if (mine) (copies[i].inflight as Flight).alone = true;
+          this.failedSync(keys[i], copies[i], e);
+        }
       },
     );
   }
