@@ -8,6 +8,9 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import { Cluster } from 'ioredis';
 import { RedisCluster, RedisServer } from '../support/redis.js';
@@ -66,6 +69,22 @@ describe('faults', () => {
     const exact = limiter({ rules: [rules.fixedWindow({ limit: 1000, per: '1h' })], store: redisStore({ client, prefix }) });
     assert.equal((await exact.peek('k', { now: BASE + 10 })).remaining, 997);
     await store.close();
+  });
+
+  test('an exact-mode check re-sent after NOSCRIPT: a fetch sent meanwhile (it reaches Redis first) does not make the copy fresh without that charge', async () => {
+    // The check script of a policy not used yet on this server answers NOSCRIPT and is re-sent by its text; the sync
+    // script is loaded already, so a fetch sent after the check (the next checks of the key wait for it) runs before
+    // the check's charge. Two instances, maxUnsynced 2, limit 6: the bound is 6 + 2; deciding on that fetch admitted 10.
+    const prefix = fresh();
+    await client.script('FLUSH');
+    const stores = [0, 1].map(() => redisStore({ client, prefix, localFirst: { maxUnsynced: 2, flushEvery: '60s' } }));
+    const lims = stores.map((store) => limiter({ rules: [rules.tokenBucket({ limit: 6, per: '1h' })], store }));
+    for (const lim of lims) await lim.check('warm', { now: BASE }); // a fetch: loads the sync script only
+    const checks: Promise<boolean>[] = [];
+    for (const lim of lims) for (const cost of [3, 1, 1]) checks.push(lim.check('k', { now: BASE + 1, cost }).then((d) => d.allowed));
+    const admitted = (await Promise.all(checks)).reduce((a, ok, i) => a + (ok ? [3, 1, 1][i % 3] : 0), 0);
+    assert.ok(admitted <= 6 + 2, `admitted ${admitted} > 6 + 2`);
+    for (const s of stores) await s.close();
   });
 
   test('Redis paused past the budget: the failure policy answers; then the store recovers', async () => {
@@ -232,6 +251,111 @@ describe('attacks', () => {
     for (let i = 0; i < 5; i++) if ((await checkAll([{ limiter: perUser, key: 'u' }, { limiter: global, key: 'all' }], { now: BASE + i })).allowed) ok++;
     assert.equal(ok, 3);
     assert.equal((await perUser.peek('u', { now: BASE + 10 })).remaining, 2, 'the refused requests\' per-user charges were given back');
+    await store.close();
+  });
+
+  test('50 rule changes (Limiter.succeed, then detach of the old policy): the old local-first bounds are released once flushed, and Redis holds every charge', async () => {
+    const prefix = fresh();
+    const store = redisStore({ client, prefix, localFirst: { maxUnsynced: 5, flushEvery: '1s' } });
+    const make = (limit: number): ReturnType<typeof limiter> => limiter({ id: 'api', rules: [rules.fixedWindow({ limit, per: '1h' })], store });
+    let lim = make(1000);
+    let admitted = 0;
+    let most = 0;
+    for (let i = 0; i < 50; i++) {
+      for (const k of ['a', 'b', 'c']) if ((await lim.check(k, { now: BASE + i })).allowed) admitted++;
+      const next = make(1000 + i + 1);
+      assert.equal(next.succeed(lim), true);
+      store.detach(lim.policy); // the service's retire() (src/server/runtime.ts)
+      lim = next;
+      most = Math.max(most, store.liveLocalBounds);
+    }
+    await store.flush();
+    for (let i = 0; i < 20 && store.liveLocalBounds > 1; i++) await sleep(10);
+    assert.equal(store.liveLocalBounds, 1, 'only the policy in use keeps a local-first bound');
+    assert.ok(most <= 3, `${most} local-first bounds at once during the reloads`);
+    assert.equal(store.localFirstStats()?.copies, 0, 'the retired policies\' copies are gone (the one in use has checked nothing yet)');
+    assert.equal(store.localFirstStats()?.unsynced, 0);
+    assert.equal(admitted, 150);
+    const exact = limiter({ id: 'api', rules: [rules.fixedWindow({ limit: 1050, per: '1h' })], store: redisStore({ client, prefix }) });
+    for (const k of ['a', 'b', 'c']) assert.equal((await exact.peek(k, { now: BASE + 60 })).remaining, 1050 - 50, k);
+    assert.equal((await lim.check('a', { now: BASE + 61 })).remaining, 1050 - 51);
+    assert.equal(store.localFirstStats()?.copies, 1);
+    await store.close();
+  });
+
+  test('Redis answering the sync with something else (a bulk string, short strings): the failure policy answers, nothing hangs or throws, the charges are applied once when it answers right again', async () => {
+    // a client that, while `garbage` is set, sends the sync's EVALSHA as another command to the same real server
+    let garbage: string[] | undefined;
+    const sync = (...a: (string | number)[]): boolean => (a[0] === 'EVALSHA' || a[0] === 'EVAL') && Number(a[2]) % 2 === 0; // two keys per client; a check has one
+    const faulty = {
+      get status() {
+        return client.status;
+      },
+      evalsha: client.evalsha.bind(client), eval: client.eval.bind(client),
+      callBuffer: (...a: (string | number)[]) => (garbage !== undefined && sync(...a) ? client.callBuffer(garbage[0], ...garbage.slice(1)) : client.callBuffer(a[0] as string, ...a.slice(1))),
+    };
+    const prefix = fresh();
+    await client.del('lff:junk');
+    await client.rpush('lff:junk', 'x', 'y', 'z');
+    const store = redisStore({ client: faulty as never, prefix, localFirst: { maxUnsynced: 2, flushEvery: '10ms' } });
+    const lim = limiter({ rules: [rules.fixedWindow({ limit: 1000, per: '1h' })], store });
+    let admitted = 0;
+    for (let i = 0; i < 4; i++) if ((await lim.check('k', { now: BASE + i })).allowed) admitted++;
+    const rejections: unknown[] = [];
+    const onRejection = (e: unknown): void => void rejections.push(e);
+    process.on('unhandledRejection', onRejection);
+    try {
+      for (const g of [['ECHO', 'garbage'], ['LRANGE', 'lff:junk', '0', '-1']]) {
+        garbage = g;
+        for (let i = 0; i < 6; i++) {
+          const d = await Promise.race([lim.check('k', { now: BASE + 10 + i }), sleep(2_000).then(() => undefined)]);
+          assert.ok(d !== undefined, `a check hung on the reply ${g[0]}`);
+          if (d.allowed) admitted++;
+        }
+        await sleep(30);
+      }
+      garbage = undefined;
+      for (let i = 0; i < 100 && (store.localFirstStats()?.unsynced ?? 1) > 0; i++) await sleep(20);
+    } finally {
+      garbage = undefined;
+      process.off('unhandledRejection', onRejection);
+    }
+    assert.deepEqual(rejections, []);
+    assert.equal(store.localFirstStats()?.unsynced, 0);
+    assert.ok((store.localFirstStats()?.failures ?? 0) >= 2);
+    const exact = limiter({ rules: [rules.fixedWindow({ limit: 1000, per: '1h' })], store: redisStore({ client, prefix }) });
+    assert.equal((await exact.peek('k', { now: BASE + 60 })).remaining, 1000 - admitted);
+    await store.close();
+  });
+
+  test('nothing keeps the process alive after close(): unsynced charges, a detached policy, a check after close', async () => {
+    const child = spawn(process.execPath, [fileURLToPath(new URL('./local-first-exit.js', import.meta.url)), String(server.port)], { stdio: ['ignore', 'pipe', 'inherit'] });
+    let out = '';
+    child.stdout.on('data', (b: Buffer) => (out += b.toString()));
+    const started = performance.now();
+    const code = await Promise.race([once(child, 'exit').then(([c]) => c as number), sleep(10_000).then(() => 'hung')]);
+    if (code === 'hung') child.kill('SIGKILL');
+    assert.equal(code, 0, `the process ${code === 'hung' ? 'was still alive after 10 s' : `exited with ${code}`}`);
+    assert.equal(out.trim(), 'done');
+    assert.ok(performance.now() - started < 5_000);
+  });
+
+  test('one client whose key Redis refuses (WRONGTYPE) fails only its own flush, not those of the clients in its batch', async () => {
+    const prefix = fresh();
+    const store = redisStore({ client, prefix, localFirst: { maxUnsynced: 50, flushEvery: '10ms', cold: 'fresh' } });
+    const lim = limiter({ rules: [rules.fixedWindow({ limit: 1000, per: '1h' })], store });
+    const key = (store.attach(lim.policy) as RedisBound).redisKey('poison');
+    await client.hset(key, 'f', 'v'); // not the string a client's state is
+    for (const k of ['b', 'poison', 'c', 'd']) await lim.check(k, { now: BASE });
+    await store.flush(); // one batch of four: the script stops at the poisoned key, then each is sent alone
+    await sleep(50);
+    assert.equal(store.localFirstStats()?.unsynced, 1, 'only the poisoned client\'s charge is still unsynced');
+    const exact = limiter({ rules: [rules.fixedWindow({ limit: 1000, per: '1h' })], store: redisStore({ client, prefix }) });
+    for (const k of ['b', 'c', 'd']) assert.equal((await exact.peek(k, { now: BASE + 1 })).remaining, 999, k);
+    assert.equal(store.localFirstStats()?.duplicates, 1, 'b, applied before the error, was sent again alone: a duplicate (999 left: applied once)');
+    await client.del(key);
+    for (let i = 0; i < 100 && (store.localFirstStats()?.unsynced ?? 1) > 0; i++) await sleep(10);
+    assert.equal((await exact.peek('poison', { now: BASE + 1 })).remaining, 999, 'sent once its key is fixed');
     await store.close();
   });
 

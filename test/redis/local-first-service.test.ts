@@ -6,6 +6,7 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
 import { RedisServer } from '../support/redis.js';
 import { startService, type Running } from '../../src/server/serve.js';
 import { http, metric } from '../server/procs.js';
@@ -13,10 +14,13 @@ import { configFile } from '../server/support.js';
 
 let redis: RedisServer;
 let running: Running;
+/** yaml — the configuration with `n` requests per hour for `user`. */
+const yaml = (n: number): string => `domain: api\ndescriptors:\n  - key: user\n    rate_limit: { unit: hour, requests_per_unit: ${n}, algorithm: gcra }\n`;
+const config = configFile(yaml(20));
 before(async () => {
   redis = await RedisServer.start();
   running = await startService({
-    config: configFile('domain: api\ndescriptors:\n  - key: user\n    rate_limit: { unit: hour, requests_per_unit: 20, algorithm: gcra }\n'), port: 0, grpcPort: 0, redis: `redis://127.0.0.1:${redis.port}`, prefix: 'lfs:',
+    config, port: 0, grpcPort: 0, redis: `redis://127.0.0.1:${redis.port}`, prefix: 'lfs:',
     redisConnect: { maxUnsynced: 5, flushEvery: 20, from: {} }, log: () => undefined,
   });
 });
@@ -46,4 +50,17 @@ test('serve with --redis-max-unsynced 5: one instance admits exactly the limit; 
   const keys = redis.cli('--scan', '--pattern', 'lfs:*').split('\n');
   assert.ok(keys.includes('lfs:{fleet}'), keys.join(' '));
   assert.equal(keys.filter((k) => !k.endsWith('~s') && k !== 'lfs:{fleet}').length, 1, keys.join(' '));
+});
+
+test('50 reloads that change the limit: the replaced policies\' local-first copies are released (the copies stay 1)', async () => {
+  const body = { domain: 'api', descriptors: [{ entries: [{ key: 'user', value: 'bob' }] }] };
+  for (let i = 0; i < 50; i++) {
+    writeFileSync(config, yaml(1000 + i));
+    await running.reload();
+    await http(running.httpPort!, 'POST', '/json', body);
+  }
+  await new Promise((r) => setTimeout(r, 100)); // the sweep's takeovers, then the last flushes (flushEvery 20 ms)
+  const text = (await http(running.httpPort!, 'GET', '/metrics')).text;
+  assert.ok((metric(text, 'ratekeeper_redis_local_copies') ?? Infinity) <= 2, `${metric(text, 'ratekeeper_redis_local_copies')} copies after 50 reloads`);
+  assert.equal(metric(text, 'ratekeeper_redis_local_unsynced_units'), 0);
 });

@@ -58,6 +58,13 @@ export class FleetShare {
     const table = this.memory.succeed(at?.scaled ?? from, scaled, now);
     if (table !== undefined) this.under.set(to, { n, scaled, table });
   }
+
+  /** detach — `policy` retired (RedisStore.detach): the memory store forgets the table it holds under its share. */
+  detach(policy: Policy): void {
+    const at = this.under.get(policy);
+    this.under.delete(policy);
+    this.memory.detach(at?.scaled ?? policy);
+  }
 }
 
 /**

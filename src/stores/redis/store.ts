@@ -107,8 +107,25 @@ export class RedisStore implements Store, BoundHost {
   /** localFirst — the local-first mode's settings (undefined: the exact mode); localHub — its shared part (stats.ts). */
   readonly localFirst: LocalFirstSettings | undefined;
   private readonly localHub: LocalHub | undefined;
-  /** locals — the bound policies decided locally (flushed and stopped by close). */
-  private readonly locals = new Set<LocalBound>();
+  /**
+   * locals — the bound policies decided locally, by policy and namespace (flushed and stopped by close): one per pair, so
+   * that a limiter re-bound to its own policy (Limiter.succeed binds `to` again) shares its copies rather than adding a
+   * second set of them; retiring — the ones detach() released, until their unsynced charges are answered.
+   */
+  private readonly locals = new Map<Policy, Map<string, LocalBound>>();
+  private readonly retiring = new Set<LocalBound>();
+
+  /** localBounds — every LocalBound this store holds (in use or retiring). */
+  private localBounds(): LocalBound[] {
+    const all = [...this.retiring];
+    for (const m of this.locals.values()) all.push(...m.values());
+    return all;
+  }
+
+  /** liveLocalBounds — the local-first bounds this store holds, retiring ones included (the operators' and the tests' view of reloads). */
+  get liveLocalBounds(): number {
+    return this.localBounds().length;
+  }
 
   /**
    * localFirstStats — the local-first mode's counters (unsynced units, debt, syncs and their latency: stats.ts), a
@@ -121,7 +138,7 @@ export class RedisStore implements Store, BoundHost {
 
   /** flush — sends every unsynced charge of the local-first mode now; resolves once Redis has answered or failed them. */
   async flush(): Promise<void> {
-    await Promise.all([...this.locals].map((b) => b.flush()));
+    await Promise.all(this.localBounds().map((b) => b.flush()));
   }
 
   /** pending — commands sent and not yet settled by the client, over all servers (each server's budget <= maxPending). */
@@ -142,11 +159,29 @@ export class RedisStore implements Store, BoundHost {
   attach(policy: Policy, namespace = ''): RedisBound {
     const lf = this.localFirst;
     if (lf !== undefined && LocalBound.eligible(policy)) {
-      const b = new LocalBound(this, policy, namespace, lf, this.localHub as LocalHub);
-      this.locals.add(b);
+      let m = this.locals.get(policy);
+      if (m === undefined) this.locals.set(policy, (m = new Map()));
+      let b = m.get(namespace);
+      if (b === undefined) m.set(namespace, (b = new LocalBound(this, policy, namespace, lf, this.localHub as LocalHub)));
       return b;
     }
     return new RedisBound(this, policy, namespace);
+  }
+
+  /**
+   * detach — `policy` is no longer used by any limiter (the service retires a replaced or dropped limit): its
+   * local-first copies are released once their unsynced charges are answered (a late check on it is decided by the
+   * exact mode), and the 'memory' fallback forgets its table.
+   */
+  detach(policy: Policy): void {
+    this.fallbackShare?.detach(policy);
+    const m = this.locals.get(policy);
+    if (m === undefined) return;
+    this.locals.delete(policy);
+    for (const b of m.values()) {
+      this.retiring.add(b);
+      void b.retire().finally(() => this.retiring.delete(b));
+    }
   }
 
   /**
@@ -252,13 +287,13 @@ export class RedisStore implements Store, BoundHost {
    */
   close(): void | Promise<void> {
     void this.fleet?.close();
-    if (this.locals.size === 0) {
+    if (this.locals.size === 0 && this.retiring.size === 0) {
       this.calls.close();
       this.fallback?.close();
       return;
     }
     return this.flush().finally(() => {
-      for (const b of this.locals) b.close();
+      for (const b of this.localBounds()) b.close();
       this.calls.close();
       this.fallback?.close();
     });

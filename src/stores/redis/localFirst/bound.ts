@@ -13,6 +13,7 @@ import type { Policy } from '../../../core/policy.js';
 import type { OverrideRequest } from '../../types.js';
 import { RedisBound, type BoundHost } from '../bound.js';
 import { slotOf } from '../slot.js';
+import { StoreUnavailableError } from '../call.js';
 import { syncScript, type SyncScript } from './script.js';
 import type { LocalFirstSettings } from './options.js';
 import { KEEP, type LocalHub } from './stats.js';
@@ -24,6 +25,18 @@ interface Flight {
   units: number;
   first: number;
   sent: number;
+  /** alone — Redis refused this flush for its own client's sake (a key of the wrong type…): sent in a call of its own, so that it fails no other client's. */
+  alone?: boolean;
+}
+
+/** GLOBAL — error replies about the server, not one client's keys: a call that fails with one is not split client by client. */
+const GLOBAL = /^(OOM|READONLY|BUSY|LOADING|MASTERDOWN|NOREPLICAS|CLUSTERDOWN|MISCONF|NOSCRIPT|TRYAGAIN|MOVED|ASK|CROSSSLOT|NOPERM|NOAUTH|WRONGPASS)\b/;
+
+/** clientError — whether a failed sync call was refused by Redis for something a client's keys may cause alone (an error reply not about the server). */
+function clientError(e: unknown): boolean {
+  const cause = e instanceof Error ? (e.cause as { name?: unknown; message?: unknown } | undefined) : undefined;
+  if (cause === undefined || (cause.name !== 'ReplyError' && cause.name !== 'ErrorReply')) return false;
+  return typeof cause.message === 'string' && !GLOBAL.test(cause.message);
 }
 
 /**
@@ -35,7 +48,7 @@ class Copy {
   synced = -Infinity;
   /** must — the copy lacks a write made outside the sync (an exact check, an override, a reset): refetched before any decision, whatever `cold` says. */
   must = false;
-  /** mustSince — performance.now() when `must` was set: a sync sent after it clears it. */
+  /** mustSince — performance.now() when `must` was set (again when an exact-mode check of the client settles): a sync sent after it clears it. */
   mustSince = 0;
   unsent: number[] = [];
   unsentUnits = 0;
@@ -63,6 +76,11 @@ const ATTEMPTS = 4;
 export class LocalBound extends RedisBound {
   private readonly syncer: SyncScript;
   private readonly copies = new Map<string, Copy>();
+  /**
+   * exacting — clients with exact-mode checks in flight, and how many: while any is, no sync makes the client's copy
+   * fresh (a check re-sent after NOSCRIPT reaches Redis behind syncs sent later, whose state lacks its charge).
+   */
+  private readonly exacting = new Map<string, number>();
   /** due — clients with unsent charges, by when they must be sent (performance.now() ms), in that order. */
   private readonly due = new Map<string, number>();
   /** urgent — clients to sync at the end of this tick. */
@@ -76,6 +94,11 @@ export class LocalBound extends RedisBound {
   private readonly every: number;
   private readonly fresh: boolean;
   private readonly maxKeys: number;
+  /** retired — detach() released this bound: every check is the exact mode's, and the copies go once their charges are answered (retire). */
+  private retired = false;
+  /** closed — close() ran: the retirement stops waiting; wake — ends its pause between two flush attempts early. */
+  private closed = false;
+  private wake: (() => void) | undefined;
 
   constructor(store: BoundHost, policy: Policy, namespace: string, readonly settings: LocalFirstSettings, readonly hub: LocalHub) {
     super(store, policy, namespace);
@@ -92,6 +115,7 @@ export class LocalBound extends RedisBound {
   }
 
   override evaluate(key: string, cost: number, now: number | undefined): Promise<Decision> {
+    if (this.retired) return this.exactWithout(key, cost, now);
     const c = this.copies.get(key);
     if (c !== undefined && this.ready(c, cost, performance.now())) return Promise.resolve(this.decide(key, c, cost, now));
     return this.slow(key, cost, now);
@@ -107,12 +131,19 @@ export class LocalBound extends RedisBound {
   /** slow — a check that needs a sync first (a cold or stale copy, a spent budget), or the exact mode (a cost above maxUnsynced). */
   private async slow(key: string, cost: number, now: number | undefined): Promise<Decision> {
     for (let attempt = 0; ; attempt++) {
+      if (this.retired) return this.exactWithout(key, cost, now);
       let c = this.copies.get(key);
       if (c === undefined) {
         // no room for another copy (maxKeys, every old one still unsynced): this check is decided exactly, without one
         if (!this.room()) return this.exactWithout(key, cost, now);
         c = this.insert(key);
-        if (this.fresh) c.synced = performance.now();
+        if (this.exacting.has(key)) {
+          // an exact-mode check of it is in flight (made without a copy): fetched after that check settles
+          c.must = true;
+          c.mustSince = performance.now();
+        } else if (this.fresh) {
+          c.synced = performance.now();
+        }
       }
       if (this.ready(c, cost, performance.now())) return this.decide(key, c, cost, now);
       if ((cost > this.m || attempt >= ATTEMPTS) && c.unseen === 0) return this.exact(key, c, cost, now);
@@ -125,15 +156,15 @@ export class LocalBound extends RedisBound {
   }
 
   /**
-   * exact — the exact mode's check (a cost above the budget): Redis decides. The copy is stale from before it is sent,
-   * so that no check decides on a copy that lacks this instance's own charge: the next ones refetch it, and their
-   * fetch, sent after it on the same connection, sees it.
+   * exact — the exact mode's check (a cost above the budget): Redis decides. The copy is stale from before it is sent
+   * until a sync sent after it has *settled* answers, so that no check decides on a copy that lacks this instance's own
+   * charge. Sent after it on the same connection is not enough: a check script Redis does not have yet answers NOSCRIPT
+   * and is re-sent by its text behind the fetches sent meanwhile, which then return the state without its charge.
    */
   private exact(key: string, c: Copy, cost: number, now: number | undefined): Promise<Decision> {
-    this.hub.stats.exact++;
     c.must = true;
     c.mustSince = performance.now();
-    return super.evaluate(key, cost, now);
+    return this.exactWithout(key, cost, now);
   }
 
   /** decide — the decision on the copy, by the core's Policy; what it charged is kept to be sent. */
@@ -193,10 +224,24 @@ export class LocalBound extends RedisBound {
     return this.copies.size < this.maxKeys;
   }
 
-  /** exactWithout — the exact mode's check of a client this instance keeps no copy of (no room under maxKeys). */
+  /**
+   * exactWithout — the exact mode's check of a client this instance keeps no copy of (no room under maxKeys), or whose
+   * copy exact() made stale; counted in `exacting` until it settles, when the copy (if any by then) is stale again.
+   */
   private exactWithout(key: string, cost: number, now: number | undefined): Promise<Decision> {
     this.hub.stats.exact++;
-    return super.evaluate(key, cost, now);
+    const exacting = this.exacting;
+    exacting.set(key, (exacting.get(key) ?? 0) + 1);
+    return super.evaluate(key, cost, now).finally(() => {
+      const left = (exacting.get(key) ?? 1) - 1;
+      if (left > 0) exacting.set(key, left);
+      else exacting.delete(key);
+      const c = this.copies.get(key);
+      if (c !== undefined) {
+        c.must = true;
+        c.mustSince = performance.now();
+      }
+    });
   }
 
   /** awaitSync — resolves at the next answer of a sync of `key` (the one in flight, or one sent at the end of this tick). */
@@ -253,11 +298,53 @@ export class LocalBound extends RedisBound {
     await Promise.all(waits);
   }
 
-  /** close — stops the timer (the caller flushes first if it wants the charges sent). */
+  /** close — stops the timer (the caller flushes first if it wants the charges sent), and a retirement's waiting. */
   close(): void {
     if (this.timer !== undefined) clearTimeout(this.timer);
     this.timer = undefined;
     this.timerAt = Infinity;
+    this.closed = true;
+    this.wake?.();
+  }
+
+  /**
+   * retire — the policy is detached (no limiter uses it): from now on checks are the exact mode's; the unsynced
+   * charges are sent (a failed flush is retried every flushEvery, and given up after KEEP / 2 as always), then every
+   * copy is dropped. Resolves then, or at close().
+   */
+  async retire(): Promise<void> {
+    this.retired = true;
+    while (!this.closed && this.busy()) {
+      await this.flush();
+      if (this.closed || !this.busy()) break;
+      await new Promise<void>((resolve) => {
+        const t = setTimeout(resolve, this.every);
+        t.unref();
+        this.wake = () => {
+          clearTimeout(t);
+          resolve();
+        };
+      });
+      this.wake = undefined;
+    }
+    const stats = this.hub.stats;
+    for (const c of this.copies.values()) {
+      stats.copies--;
+      if (c.debt) stats.debt--;
+    }
+    this.copies.clear();
+    this.due.clear();
+    this.urgent.clear();
+    this.lastKey = undefined;
+    if (this.timer !== undefined) clearTimeout(this.timer);
+    this.timer = undefined;
+    this.timerAt = Infinity;
+  }
+
+  /** busy — whether a copy has charges Redis has not answered, or a sync in flight. */
+  private busy(): boolean {
+    for (const c of this.copies.values()) if (c.unseen > 0 || c.inflight !== undefined) return true;
+    return false;
   }
 
   /** flushNow — one batch: a flight for every urgent client not already in flight, grouped into script calls. */
@@ -285,6 +372,10 @@ export class LocalBound extends RedisBound {
       }
       f.sent = p;
       c.inflight = f;
+      if (f.alone === true) {
+        this.send([key]);
+        continue;
+      }
       const g = cluster ? slotOf(this.redisKey(key)) : 0;
       let list = groups.get(g);
       if (list === undefined || list.length >= BATCH) {
@@ -297,13 +388,14 @@ export class LocalBound extends RedisBound {
     for (const list of groups.values()) if (list.length > 0) this.send(list);
   }
 
-  /** send — one sync call for these clients (each with its flight in c.inflight). */
-  private send(keys: string[]): void {
+  /** send — one sync call for these clients (each with its flight in c.inflight; `given`: their copies, else looked up). */
+  private send(keys: string[], given?: Copy[]): void {
     const redisKeys: string[] = [];
     const args: string[] = [this.hub.id, String(KEEP), ''];
     const copies: Copy[] = [];
-    for (const key of keys) {
-      const c = this.copies.get(key) as Copy;
+    for (let i = 0; i < keys.length; i++) {
+      const key = keys[i];
+      const c = given?.[i] ?? (this.copies.get(key) as Copy);
       copies.push(c);
       const rk = this.redisKey(key);
       redisKeys.push(rk, `${rk}~s`);
@@ -317,13 +409,39 @@ export class LocalBound extends RedisBound {
       (reply) => {
         const at = performance.now();
         this.hub.latency(at - sent);
-        const list = reply as Buffer[];
-        for (let i = 0; i < keys.length; i++) this.answered(keys[i], copies[i], list[i], at);
+        // a reply not in the sync's shape (a proxy, a server that is not Redis): that client's flush failed (retried as is)
+        const list: unknown[] = Array.isArray(reply) ? reply : [];
+        const least = 32 + 8 * this.syncer.redisSize;
+        let bad: StoreUnavailableError | undefined;
+        for (let i = 0; i < keys.length; i++) {
+          const r = list[i];
+          const kind = Buffer.isBuffer(r) && r.length >= least ? r.readDoubleLE(0) : 0;
+          if (kind === 1 || kind === 2 || kind === 3) {
+            this.answered(keys[i], copies[i], r as Buffer, at);
+            continue;
+          }
+          if (bad === undefined) {
+            bad = new StoreUnavailableError(`unreadable reply to the local-first sync: ${Array.isArray(reply) ? `item ${i} of ${reply.length}` : typeof reply}`);
+            this.hub.stats.failures++;
+            this.store.noteFailure(bad);
+          }
+          this.failedSync(keys[i], copies[i], bad);
+        }
       },
       (e: unknown) => {
         this.hub.stats.failures++;
         this.store.noteFailure(e);
-        for (let i = 0; i < keys.length; i++) this.failedSync(keys[i], copies[i], e);
+        const mine = clientError(e);
+        // one client's keys may have failed the whole call (Redis runs the script to its first error): each is sent
+        // alone, with the same flight (a client applied before the error is then a duplicate, applied once)
+        if (mine && keys.length > 1) {
+          for (let i = 0; i < keys.length; i++) this.send([keys[i]], [copies[i]]);
+          return;
+        }
+        for (let i = 0; i < keys.length; i++) {
+          if (mine) (copies[i].inflight as Flight).alone = true;
+          this.failedSync(keys[i], copies[i], e);
+        }
       },
     );
   }
@@ -358,7 +476,7 @@ export class LocalBound extends RedisBound {
     const u = c.unsent;
     for (let i = 0; i < u.length; i += 3) this.policy.force(s, 0, u[i], u[i + 1], u[i + 2] === 1);
     c.synced = f.sent;
-    if (f.sent >= c.mustSince) c.must = false;
+    if (f.sent >= c.mustSince && !this.exacting.has(key)) c.must = false;
     const debt = !this.policy.verdict(s, 0, undefined, this.hub.now(), 1, undefined);
     if (debt !== c.debt) {
       stats.debt += debt ? 1 : -1;
