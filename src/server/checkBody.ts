@@ -7,6 +7,7 @@
  * the body's toString, JSON.parse's object and its `for … in` walk: about a tenth of the service's own work per
  * /v1/check (docs/server.md, *Speed*).
  */
+import { BACKSLASH, BRACE, CLOSE_BRACE, COLON, COMMA, QUOTE } from './jsonBytes.js';
 
 /** CheckFields — a check body's members as JSON.parse would give them (`cost` undefined when absent). */
 export interface CheckFields {
@@ -21,12 +22,6 @@ export const MAX_FAST = 1024;
 /** MAX_DIGITS — the longest cost read here: 15 digits are exact in a double, as JSON.parse would read them. */
 const MAX_DIGITS = 15;
 
-const QUOTE = 0x22;
-const BACKSLASH = 0x5c;
-const COLON = 0x3a;
-const COMMA = 0x2c;
-const OPEN = 0x7b;
-const CLOSE = 0x7d;
 
 /** Latin1 — Buffer's latin1Slice (node's own, not in @types/node): ASCII bytes as a one-byte string, no decoding. */
 interface Latin1 {
@@ -39,7 +34,7 @@ interface Latin1 {
  */
 export function fastCheck(raw: Buffer): CheckFields | undefined {
   const n = raw.length;
-  if (n > MAX_FAST || n < 2 || raw[0] !== OPEN || raw[n - 1] !== CLOSE) return undefined;
+  if (n > MAX_FAST || n < 2 || raw[0] !== BRACE || raw[n - 1] !== CLOSE_BRACE) return undefined;
   let policy: string | undefined;
   let key: string | undefined;
   let cost: number | undefined;
@@ -80,7 +75,7 @@ export function fastCheck(raw: Buffer): CheckFields | undefined {
       }
     }
     const next = raw[pos++];
-    if (next === CLOSE) break;
+    if (next === CLOSE_BRACE) break;
     if (next !== COMMA) return undefined;
   }
   if (pos !== n || policy === undefined || key === undefined) return undefined;

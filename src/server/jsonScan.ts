@@ -9,6 +9,7 @@
  * long string is skipped with Buffer.indexOf (native), so a legitimate body of long values costs little more than a
  * memchr.
  */
+import { BACKSLASH, BRACE, BRACKET, CLOSE_BRACE, CLOSE_BRACKET, COMMA, QUOTE } from './jsonBytes.js';
 
 import { MAX_FIELDS } from './rlsWire.js';
 
@@ -32,13 +33,6 @@ export interface JsonProblem {
 
 /** SHORT — bytes of a string read one by one before Buffer.indexOf takes over (a native call costs ~100 ns). */
 const SHORT = 32;
-const QUOTE = 0x22;
-const BACKSLASH = 0x5c;
-const COMMA = 0x2c;
-const CLOSE_BRACE = 0x7d;
-const CLOSE_BRACKET = 0x5d;
-const BRACE = 0x7b;
-const BRACKET = 0x5b;
 
 /**
  * jsonValuesOver — undefined when `bytes` (JSON, or anything: the parser judges the rest) has at most `max` of `{`,

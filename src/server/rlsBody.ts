@@ -8,14 +8,13 @@
  * It saves the body's toString, JSON.parse's intermediate objects and requestFromJson's walk over them: about a
  * quarter of the service's own work per /json call (docs/server.md, *Speed*).
  */
+import { BACKSLASH, CLOSE_BRACE, CLOSE_BRACKET, COMMA, QUOTE } from './jsonBytes.js';
 import { MAX_DESCRIPTORS, MAX_ENTRIES } from './envoy.js';
 import type { RlsDescriptor, RlsEntry, RlsRequest } from './rls.js';
 
 /** MAX_FAST — the longest body read here, in bytes; longer ones go to JSON.parse (and its depth scan first). */
 export const MAX_FAST = 4096;
 
-const QUOTE = 0x22;
-const BACKSLASH = 0x5c;
 
 /** Latin1 — Buffer's latin1Slice (node's own, not in @types/node): ASCII bytes as a one-byte string, no decoding. */
 interface Latin1 {
@@ -101,18 +100,18 @@ export function fastRls(raw: Buffer): RlsRequest | undefined {
       if (q < 0) return undefined;
       const value = (raw as unknown as Latin1).latin1Slice(pos, q);
       pos = q + 1;
-      if (raw[pos++] !== 0x7d) return undefined; // }
+      if (raw[pos++] !== CLOSE_BRACE) return undefined; // }
       entries.push({ key, value });
       const next = raw[pos++];
-      if (next === 0x5d) break; // ]
-      if (next !== 0x2c || entries.length >= MAX_ENTRIES) return undefined; // ,
+      if (next === CLOSE_BRACKET) break; // ]
+      if (next !== COMMA || entries.length >= MAX_ENTRIES) return undefined; // ,
     }
-    if (raw[pos++] !== 0x7d) return undefined; // } of the descriptor
+    if (raw[pos++] !== CLOSE_BRACE) return undefined; // } of the descriptor
     descriptors.push({ entries });
     const next = raw[pos++];
-    if (next === 0x5d) break; // ]
-    if (next !== 0x2c || descriptors.length >= MAX_DESCRIPTORS) return undefined; // ,
+    if (next === CLOSE_BRACKET) break; // ]
+    if (next !== COMMA || descriptors.length >= MAX_DESCRIPTORS) return undefined; // ,
   }
-  if (raw[pos++] !== 0x7d || pos !== raw.length) return undefined; // } of the request, and nothing after it
+  if (raw[pos++] !== CLOSE_BRACE || pos !== raw.length) return undefined; // } of the request, and nothing after it
   return { domain, descriptors, hits_addend: 0 };
 }
