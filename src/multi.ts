@@ -80,8 +80,27 @@ interface Plan {
  * refuses the request without asking the store. Failure policies apply as for `check`. Rejects only on misuse.
  */
 export function checkAll(items: readonly CheckAllItem[], options?: CheckAllOptions): Promise<CheckAllResult> {
+  return decideAll(items, options, false);
+}
+
+/**
+ * checkAllTrusted, checkAllSyncTrusted — checkAll and checkAllSync for items their caller built itself and vouches
+ * for (the limiter service's plan: a Limiter, a key of 1 to MAX_KEY_LENGTH characters, a cost from 0 to MAX_AMOUNT,
+ * no other field): the same decision without checking each item's fields, key and cost again. Not exported from
+ * the package: a library user's items are always checked.
+ */
+export function checkAllTrusted(items: readonly CheckAllItem[], options?: CheckAllOptions): Promise<CheckAllResult> {
+  return decideAll(items, options, true);
+}
+
+export function checkAllSyncTrusted(items: readonly CheckAllItem[], options?: CheckAllOptions): CheckAllResult {
+  return decideAllSync(items, options, true);
+}
+
+/** decideAll — checkAll, its items checked unless `trusted`. */
+function decideAll(items: readonly CheckAllItem[], options: CheckAllOptions | undefined, trusted: boolean): Promise<CheckAllResult> {
   try {
-    const plan = prepare(items, options);
+    const plan = prepare(items, options, trusted);
     const hit = cachedRefusal(plan, items);
     if (hit !== undefined) return Promise.resolve(hit);
     const out = plan.store?.evaluateAll?.(plan.parts, plan.now);
@@ -95,8 +114,13 @@ export function checkAll(items: readonly CheckAllItem[], options?: CheckAllOptio
 
 /** checkAllSync — `checkAll` without the promise, for items on one synchronous store (the memory store). Throws on misuse. */
 export function checkAllSync(items: readonly CheckAllItem[], options?: CheckAllOptions): CheckAllResult {
-  const plan = prepare(items, options);
-  if (plan.store === undefined || !plan.parts.every((p) => p.bound.sync) || plan.store.evaluateAll === undefined) {
+  return decideAllSync(items, options, false);
+}
+
+/** decideAllSync — checkAllSync, its items checked unless `trusted`. */
+function decideAllSync(items: readonly CheckAllItem[], options: CheckAllOptions | undefined, trusted: boolean): CheckAllResult {
+  const plan = prepare(items, options, trusted);
+  if (plan.store === undefined || !allSync(plan.parts) || plan.store.evaluateAll === undefined) {
     throw new RatekeeperError(`checkAllSync needs every item on one synchronous store such as memoryStore(); use checkAll() with these`, 'ERR_ARGUMENT');
   }
   const hit = cachedRefusal(plan, items);
@@ -104,8 +128,17 @@ export function checkAllSync(items: readonly CheckAllItem[], options?: CheckAllO
   return result(plan, plan.store.evaluateAll(plan.parts, plan.now) as Decision[]);
 }
 
-/** prepare — validates the items and plans the parts; throws on misuse. */
-function prepare(items: readonly CheckAllItem[], options: CheckAllOptions | undefined): Plan {
+/** allSync — every part's bound store answers synchronously. */
+function allSync(parts: readonly Part[]): boolean {
+  for (let k = 0; k < parts.length; k++) if (!parts[k].bound.sync) return false;
+  return true;
+}
+
+/**
+ * prepare — validates the items (their fields, key and cost: not when `trusted`, see checkAllTrusted) and plans the
+ * parts; throws on misuse.
+ */
+function prepare(items: readonly CheckAllItem[], options: CheckAllOptions | undefined, trusted: boolean): Plan {
   if (!Array.isArray(items) || items.length === 0) throw new RatekeeperError(`checkAll takes a non-empty array of { limiter, key, cost? }, got ${show(items)}`, 'ERR_ARGUMENT');
   const n = items.length;
   const parts: Part[] = [];
@@ -115,13 +148,20 @@ function prepare(items: readonly CheckAllItem[], options: CheckAllOptions | unde
   let caches = false;
   for (let i = 0; i < n; i++) {
     const it = items[i];
-    if (typeof it !== 'object' || it === null || !(it.limiter instanceof Limiter)) {
-      throw new RatekeeperError(`checkAll items[${i}].limiter must be a Limiter (made by limiter()), got ${show(it === null || typeof it !== 'object' ? it : it.limiter)}`, 'ERR_ARGUMENT');
+    let key: string;
+    let cost: number;
+    if (trusted) {
+      key = it.key;
+      cost = it.cost ?? 1;
+    } else {
+      if (typeof it !== 'object' || it === null || !(it.limiter instanceof Limiter)) {
+        throw new RatekeeperError(`checkAll items[${i}].limiter must be a Limiter (made by limiter()), got ${show(it === null || typeof it !== 'object' ? it : it.limiter)}`, 'ERR_ARGUMENT');
+      }
+      checkOptions(it, ITEM_FIELDS, `checkAll items[${i}]`, 'ERR_ARGUMENT');
+      key = key_(it.key);
+      cost = cost_(it.cost === undefined ? undefined : { cost: it.cost }, `checkAll items[${i}]`);
     }
     const lim: Combinable = it.limiter;
-    checkOptions(it, ITEM_FIELDS, `checkAll items[${i}]`, 'ERR_ARGUMENT');
-    const key = key_(it.key);
-    const cost = cost_(it.cost === undefined ? undefined : { cost: it.cost }, `checkAll items[${i}]`);
     const bound = lim.bound;
     if (i === 0) store = lim.store;
     else if (lim.store !== store) store = undefined;
