@@ -231,7 +231,8 @@ function result(plan: Plan, parts: Decision[]): CheckAllResult {
   }
   for (let k = 0; k < parts.length; k++) plan.limiters[k].record(plan.parts[k].key, plan.parts[k].cost, parts[k], plan.now);
   const n = of.length;
-  const decisions = new Array<Decision>(n);
+  // no two items merged: item i is part i, and the parts' decisions (a fresh array from the store) are the items'
+  const decisions = parts.length === n ? parts : new Array<Decision>(n);
   let refusedBy = -1;
   for (let i = 0; i < n; i++) {
     const d = parts[of[i]];

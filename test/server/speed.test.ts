@@ -12,7 +12,7 @@ import { Counter, Histogram, Registry } from 'prom-client';
 import { limiter, memoryStore, rules } from '../../src/index.js';
 import type { Decision } from '../../src/core/types.js';
 import { decisionJson } from '../../src/server/httpAnswer.js';
-import { durationJson, responseJson, responseToJson, type RlsResponse } from '../../src/server/rls.js';
+import { durationJson, rememberLimit, responseJson, responseToJson, type RlsResponse } from '../../src/server/rls.js';
 import type { EnvoyUnit as RlsUnit, RlsCode } from '../../src/server/envoy.js';
 import { canEncode, encodeResponse } from '../../src/server/rlsEncode.js';
 import { rlsService } from '../../src/server/grpc.js';
@@ -64,6 +64,13 @@ describe('speed: the hand-written answers are the general code\'s bytes', () => 
   test('responseJson writes JSON.stringify(responseToJson(r))', () => {
     fc.assert(fc.property(response, (r) => {
       assert.equal(responseJson(r), JSON.stringify(responseToJson(r)));
+    }), { numRuns: 500 });
+  });
+
+  test('responseJson writes JSON.stringify(responseToJson(r)) for statuses of the service\'s remembered limits too (their text written once)', () => {
+    fc.assert(fc.property(response, (r) => {
+      const remembered: RlsResponse = { ...r, statuses: r.statuses.map((x) => (x.current_limit === undefined ? x : { ...x, current_limit: rememberLimit({ ...x.current_limit }) })) };
+      assert.equal(responseJson(remembered), JSON.stringify(responseToJson(remembered)));
     }), { numRuns: 500 });
   });
 
