@@ -8,6 +8,7 @@ import * as protoLoader from '@grpc/proto-loader';
 import { RatekeeperError } from '../core/errors.js';
 import { BadRequest, type RlsRequest, type RlsResponse } from './rls.js';
 import { scanRequest } from './rlsWire.js';
+import { fastRequest } from './rlsDecode.js';
 import { canEncode, encodeResponse } from './rlsEncode.js';
 import type { RateLimitService } from './service.js';
 import type { Metrics } from './metrics.js';
@@ -50,8 +51,9 @@ class Malformed {
  * tolerant — the service definition with decoders that never throw: grpc-js answers a decoder's throw with INTERNAL,
  * and malformed bytes are the client's mistake, so they decode to a {@link Malformed} the handler refuses. The
  * bytes are scanned first ({@link scanRequest}): a message past the descriptor, entry or field bounds, or with a
- * string that is not UTF-8, decodes to the BadRequest the handler answers, without protobufjs ever seeing it. A
- * response is encoded by {@link encodeResponse}.
+ * string that is not UTF-8, decodes to the BadRequest the handler answers, without protobufjs ever seeing it. The
+ * usual request (domain, descriptors of key/value entries, ASCII) is read from its bytes before either
+ * ({@link fastRequest}). A response is encoded by {@link encodeResponse}.
  */
 function tolerant(def: grpc.ServiceDefinition): grpc.ServiceDefinition {
   const out: Record<string, grpc.MethodDefinition<unknown, unknown>> = {};
@@ -63,6 +65,9 @@ function tolerant(def: grpc.ServiceDefinition): grpc.ServiceDefinition {
       // the service's responses are written by rlsEncode (protobufjs's bytes, without its objects)
       responseSerialize: (r: unknown) => (canEncode(r as RlsResponse) ? encodeResponse(r as RlsResponse) : encode(r)),
       requestDeserialize: (bytes: Buffer) => {
+        // the usual request is read from its bytes (rlsDecode.ts): what protobufjs would give, and the scan would pass
+        const fast = fastRequest(bytes);
+        if (fast !== undefined) return fast;
         const refused = scanRequest(bytes);
         if (refused !== undefined) return refused;
         try {
