@@ -12,11 +12,7 @@
 import { MAX_DESCRIPTORS, MAX_ENTRIES } from './envoy.js';
 import { MAX_FIELDS } from './rlsWire.js';
 import type { RlsDescriptor, RlsEntry, RlsRequest } from './rls.js';
-
-/** Latin1 — Buffer's latin1Slice (node's own, not in @types/node): ASCII bytes as a one-byte string, no decoding. */
-interface Latin1 {
-  latin1Slice(start: number, end: number): string;
-}
+import { asciiText } from './asciiText.js';
 
 /** TAG_1, TAG_2 — field 1 and field 2, length-delimited (wire type 2): the only tags of the usual form. */
 const TAG_1 = 0x0a;
@@ -72,7 +68,7 @@ function text(buf: Buffer, start: number, end: number, slot: number): string {
     while (i < n && buf[start + i] === last.charCodeAt(i)) i++;
     if (i === n) return last;
   }
-  const s = (buf as unknown as Latin1).latin1Slice(start, end);
+  const s = asciiText(buf, start, end);
   if (n <= 32) LAST[slot] = s;
   return s;
 }
@@ -122,7 +118,7 @@ function read(r: Reader, b: Buffer): RlsRequest | undefined {
       if (r.pos >= eEnd || b[r.pos++] !== TAG_2) return undefined;
       stop = r.len(eEnd);
       if (stop !== eEnd || !r.ascii(stop)) return undefined;
-      const value = (b as unknown as Latin1).latin1Slice(r.pos, stop);
+      const value = asciiText(b, r.pos, stop);
       r.pos = stop;
       entries.push({ key, value });
     }
