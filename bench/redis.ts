@@ -455,11 +455,14 @@ if (PARTS.has('hotkey')) {
   const line = (name: string, a: Usage[], b: Usage[]): void => {
     const ra = a.map((u) => u.rate);
     const rb = b.map((u) => u.rate);
-    console.log(`| ${name} | ${fmt(median(rb))} (${fmt(Math.min(...rb))}–${fmt(Math.max(...rb))}) | ${fmt(median(ra))} (${fmt(Math.min(...ra))}–${fmt(Math.max(...ra))}) | ${ratio(median(ra), median(rb))} | ${(a.reduce((x, u) => x + u.calls, 0) / a.reduce((x, u) => x + u.checks, 0)).toFixed(4)} | ${a.reduce((x, u) => x + u.refused, 0) + b.reduce((x, u) => x + u.refused, 0)} |`);
+    // CPU per check (Node's and Redis's, µs): steadier than checks/s on a shared machine
+    const cpu = (us: Usage[]): string => `${median(us.map((u) => u.node)).toFixed(2)} + ${median(us.map((u) => u.redis)).toFixed(2)}`;
+    const total = (us: Usage[]): number => median(us.map((u) => u.node + u.redis));
+    console.log(`| ${name} | ${fmt(median(rb))} (${fmt(Math.min(...rb))}–${fmt(Math.max(...rb))}) | ${fmt(median(ra))} (${fmt(Math.min(...ra))}–${fmt(Math.max(...ra))}) | ${ratio(median(ra), median(rb))} | ${cpu(b)} | ${cpu(a)} | ${(total(b) / total(a)).toFixed(2)}× | ${(a.reduce((x, u) => x + u.calls, 0) / a.reduce((x, u) => x + u.checks, 0)).toFixed(4)} | ${a.reduce((x, u) => x + u.refused, 0) + b.reduce((x, u) => x + u.refused, 0)} |`);
   };
   console.log(`\n## Hot keys coalesced (${INFLIGHT} in flight, ${ROUNDS} alternating rounds of ${SECONDS} s; median (min–max) checks/s)\n`);
-  console.log('| load | batch: false (today) | batch: true | ratio | script calls per check (batched) | refused |');
-  console.log('|---|---|---|---|---|---|');
+  console.log('| load | batch: false (today) | batch: true | ratio | CPU µs/check Node + Redis, false | true | CPU ratio | script calls per check (batched) | refused |');
+  console.log('|---|---|---|---|---|---|---|---|---|');
   for (const [name, k] of [['one hot key', (_: number) => 'hot'], ['10 000 distinct keys', key]] as const) {
     const a: Usage[] = [];
     const b: Usage[] = [];
@@ -470,7 +473,7 @@ if (PARTS.has('hotkey')) {
     }
     line(name, a, b);
     const st = on.batcher!.stats;
-    console.log(`|  batches: ${st.batches - s0.batches}, checks in them: ${st.checks - s0.checks}, mean size ${((st.checks - s0.checks) / Math.max(1, st.batches - s0.batches)).toFixed(1)}, largest ${st.largest} | | | | | |`);
+    console.log(`|  batches: ${st.batches - s0.batches}, checks in them: ${st.checks - s0.checks}, mean size ${((st.checks - s0.checks) / Math.max(1, st.batches - s0.batches)).toFixed(1)}, largest ${st.largest} | | | | | | | | |`);
   }
   on.close();
   off.close();
