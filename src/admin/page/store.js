@@ -10,7 +10,8 @@
   const out = document.getElementById('store-out');
 
   const count = (x) => Math.round(x).toLocaleString();
-  const ms = (x) => (x === null || x === undefined ? '—' : x >= 100 ? `${Math.round(x)} ms` : x >= 1 ? `${x.toFixed(1)} ms` : `${x.toFixed(2)} ms`);
+  const ms = (x) => (x === null || x === undefined ? '—' : x >= 10_000 ? `${+(x / 1000).toFixed(1)} s` : x >= 100 ? `${Math.round(x)} ms` : x >= 1 ? `${x.toFixed(1)} ms` : `${x.toFixed(2)} ms`);
+  const plural = (n, one, many) => `${count(n)} ${n === 1 ? one : many}`;
   const time = (t) => new Date(t).toLocaleTimeString();
 
   /** row — one figure: its name, its value (data-figure names it for tests and scripts), what it means. */
@@ -44,14 +45,15 @@
       row('unsynced', 'Unsynced units', count(l.unsynced), `cost units this instance admitted that Redis has not acknowledged; bound ${bound}`),
       row('debt', 'Clients in debt', count(l.debt), 'clients whose global state, as last synced, is over its limit (owing)'),
       row('copies', 'Copies', count(l.copies), `clients this instance holds a copy of (at most ${count(l.maxKeys)} per policy)`),
-      row('syncs', 'Syncs', count(l.syncs), `clients synced: flushes and fetches answered (${count(l.fetches)} fetches only read a cold or stale copy)`),
+      row('syncs', 'Syncs', count(l.syncs), `clients synced: flushes and fetches answered (fetches, which only read a cold or stale copy: ${count(l.fetches)})`),
       row('sync-calls', 'Sync calls', count(l.calls), 'script calls that carried them (many clients per call)'),
       row('flushed', 'Flushed units', count(l.flushedUnits), 'cost units Redis acknowledged'),
       row('sync-failures', 'Failed sync calls', count(l.failures), 'calls that failed or timed out; their charges are retried with the same sequence number'),
       row('lost', 'Lost units', count(l.lost), 'cost units given up after retrying for a minute (Redis away that long)'),
       row('exact', 'Exact checks', count(l.exact), 'checks of a cost above maxUnsynced, or without room for a copy, decided by Redis'),
-      row('sync-mean', 'Sync latency, mean', ms(lat.mean), `round trip of a sync call, over ${count(lat.count)} calls; keep flushEvery well above it`),
-      row('sync-max', 'Sync latency, max', ms(lat.max), `the longest so far; calls by round trip (ms): ${hist}`),
+      row('sync-mean', 'Sync latency, mean', ms(lat.mean), `round trip of a sync call, over ${plural(lat.count, 'call', 'calls')}; keep flushEvery well above it`),
+      row('sync-max', 'Sync latency, max', ms(lat.max), 'the longest round trip so far'),
+      row('sync-histogram', 'Sync latency, histogram', count(lat.count), `sync calls by round trip (ms): ${hist}`),
     ]);
   }
 
