@@ -159,6 +159,37 @@ describe('GET /admin/store on Redis', () => {
     }
   });
 
+  it('local-first under onError memory: after an outage, the syncs answered again end the fallback', {
+    todo: 'known defect: LocalBound.answered (src/stores/redis/localFirst/bound.ts) does not clear store.failing, so the fallback reads active until an exact-mode check is answered',
+  }, async () => {
+    const client = new Redis({ host: '127.0.0.1', port: redis.port, maxRetriesPerRequest: 1 });
+    const store = new RedisStore({ client, prefix: uniquePrefix('view-lf-back'), onError: 'memory', timeout: 300, localFirst: { maxUnsynced: 5, flushEvery: '50ms' } });
+    const lim = limiter({ rules: [rules.gcra({ limit: 1000, per: '1h' })], store });
+    const { serve } = await import('./support.js');
+    const admin = await serve({ limiters: { lim }, token: TOKEN });
+    const fallback = async (): Promise<{ active: boolean; since: number | null }> => (await call(admin.url, 'admin/store', { token: TOKEN })).json.stores[0].fallback;
+    try {
+      await lim.check('warm');
+      redis.pause();
+      try {
+        assert.equal((await lim.check('cold-during')).fallback, true);
+        assert.equal((await fallback()).active, true);
+      } finally {
+        redis.resume();
+      }
+      const synced = store.localFirstStats()!.flushes;
+      await waitUntil('syncs answered again', async () => {
+        await lim.check('after');
+        return store.localFirstStats()!.flushes > synced + 2;
+      });
+      assert.deepEqual(await fallback(), { active: false, since: null, failures: store.failures, memory: true });
+    } finally {
+      await admin.close();
+      await store.close();
+      client.disconnect();
+    }
+  });
+
   it('a library limiter on a Redis store without a fleet: N is not counted, the bound is null; ?limiter= picks', async () => {
     const client = new Redis({ host: '127.0.0.1', port: redis.port, maxRetriesPerRequest: 1 });
     const store = new RedisStore({ client, prefix: uniquePrefix('view-lib'), batch: false, localFirst: { maxUnsynced: 5, flushEvery: '50ms', cold: 'fresh' } });
