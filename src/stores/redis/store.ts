@@ -53,6 +53,8 @@ export class RedisStore implements Store, BoundHost {
   readonly fleet: Fleet | undefined;
   /** failing — whether the latest check was answered by the failure policy (set by noteFailure, cleared by a check's reply). */
   failing = false;
+  /** failingSince — when `failing` last turned true (ms since the epoch): the fallback's start, for the operators' view. */
+  failingSince = 0;
   readonly coalesce: boolean;
   /** batcher — the plain checks of one key in one tick, sent as one script call (batch.ts; option `batch`, on by default). */
   readonly batcher: Batcher | undefined;
@@ -318,6 +320,7 @@ export class RedisStore implements Store, BoundHost {
   /** noteFailure — counts a failure and remembers why. */
   noteFailure(e: unknown): void {
     this.failures++;
+    if (!this.failing) this.failingSince = Date.now();
     this.failing = true;
     this.lastError = e instanceof Error ? e : new Error(String(e));
   }
