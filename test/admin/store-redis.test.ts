@@ -159,9 +159,7 @@ describe('GET /admin/store on Redis', () => {
     }
   });
 
-  it('local-first under onError memory: after an outage, the syncs answered again end the fallback', {
-    todo: 'known defect: LocalBound.answered (src/stores/redis/localFirst/bound.ts) does not clear store.failing, so the fallback reads active until an exact-mode check is answered',
-  }, async () => {
+  it('local-first under onError memory: after an outage, the syncs answered again end the fallback', async () => {
     const client = new Redis({ host: '127.0.0.1', port: redis.port, maxRetriesPerRequest: 1 });
     const store = new RedisStore({ client, prefix: uniquePrefix('view-lf-back'), onError: 'memory', timeout: 300, localFirst: { maxUnsynced: 5, flushEvery: '50ms' } });
     const lim = limiter({ rules: [rules.gcra({ limit: 1000, per: '1h' })], store });

@@ -450,6 +450,8 @@ export class LocalBound extends RedisBound {
   private answered(key: string, c: Copy, r: Buffer, at: number): void {
     const f = c.inflight as Flight;
     c.inflight = undefined;
+    // Redis answers again: the 'memory' fallback is over (as a check's reply ends it in the exact mode)
+    this.store.failing = false;
     const stats = this.hub.stats;
     const kind = r.readDoubleLE(0);
     const until = r.readDoubleLE(8);
