@@ -104,9 +104,26 @@ export function checkAllSync(items: readonly CheckAllItem[], options?: CheckAllO
   return result(plan, plan.store.evaluateAll(plan.parts, plan.now) as Decision[]);
 }
 
-/** prepare — validates the items and plans the parts; throws on misuse. */
-function prepare(items: readonly CheckAllItem[], options: CheckAllOptions | undefined): Plan {
-  if (!Array.isArray(items) || items.length === 0) throw new RatekeeperError(`checkAll takes a non-empty array of { limiter, key, cost? }, got ${show(items)}`, 'ERR_ARGUMENT');
+/**
+ * checkAllSyncTrusted — {@link checkAllSync} for a caller whose items are built from values it has checked itself
+ * (the limiter service: server/plan.ts): `items` non-empty, each item's `limiter` a Limiter, its `key` a string of 1
+ * to MAX_KEY_LENGTH characters, its `cost` a number from 0 to MAX_AMOUNT (undefined: 1). None of that is checked
+ * again, and an item's other fields are not looked at (the service hands its plan's items as they are). Not part of
+ * the package's API (src/index.ts): an app's items are checked, as checkAllSync does.
+ */
+export function checkAllSyncTrusted(items: readonly CheckAllItem[], options?: CheckAllOptions): CheckAllResult {
+  const plan = prepare(items, options, true);
+  if (plan.store === undefined || !plan.parts.every((p) => p.bound.sync) || plan.store.evaluateAll === undefined) {
+    throw new RatekeeperError(`checkAllSync needs every item on one synchronous store such as memoryStore(); use checkAll() with these`, 'ERR_ARGUMENT');
+  }
+  const hit = cachedRefusal(plan, items);
+  if (hit !== undefined) return hit;
+  return result(plan, plan.store.evaluateAll(plan.parts, plan.now) as Decision[]);
+}
+
+/** prepare — validates the items (unless `trusted`: see checkAllSyncTrusted) and plans the parts; throws on misuse. */
+function prepare(items: readonly CheckAllItem[], options: CheckAllOptions | undefined, trusted = false): Plan {
+  if (!trusted && (!Array.isArray(items) || items.length === 0)) throw new RatekeeperError(`checkAll takes a non-empty array of { limiter, key, cost? }, got ${show(items)}`, 'ERR_ARGUMENT');
   const n = items.length;
   const parts: Part[] = [];
   const of = new Array<number>(n);
@@ -115,13 +132,20 @@ function prepare(items: readonly CheckAllItem[], options: CheckAllOptions | unde
   let caches = false;
   for (let i = 0; i < n; i++) {
     const it = items[i];
-    if (typeof it !== 'object' || it === null || !(it.limiter instanceof Limiter)) {
-      throw new RatekeeperError(`checkAll items[${i}].limiter must be a Limiter (made by limiter()), got ${show(it === null || typeof it !== 'object' ? it : it.limiter)}`, 'ERR_ARGUMENT');
+    let key: string;
+    let cost: number;
+    if (trusted) {
+      key = it.key;
+      cost = it.cost ?? 1;
+    } else {
+      if (typeof it !== 'object' || it === null || !(it.limiter instanceof Limiter)) {
+        throw new RatekeeperError(`checkAll items[${i}].limiter must be a Limiter (made by limiter()), got ${show(it === null || typeof it !== 'object' ? it : it.limiter)}`, 'ERR_ARGUMENT');
+      }
+      checkOptions(it, ITEM_FIELDS, `checkAll items[${i}]`, 'ERR_ARGUMENT');
+      key = key_(it.key);
+      cost = cost_(it.cost === undefined ? undefined : { cost: it.cost }, `checkAll items[${i}]`);
     }
     const lim: Combinable = it.limiter;
-    checkOptions(it, ITEM_FIELDS, `checkAll items[${i}]`, 'ERR_ARGUMENT');
-    const key = key_(it.key);
-    const cost = cost_(it.cost === undefined ? undefined : { cost: it.cost }, `checkAll items[${i}]`);
     const bound = lim.bound;
     if (i === 0) store = lim.store;
     else if (lim.store !== store) store = undefined;

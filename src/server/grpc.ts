@@ -8,6 +8,7 @@ import * as protoLoader from '@grpc/proto-loader';
 import { RatekeeperError } from '../core/errors.js';
 import { BadRequest, type RlsRequest, type RlsResponse } from './rls.js';
 import { scanRequest } from './rlsWire.js';
+import { decodeRequest } from './rlsDecode.js';
 import { canEncode, encodeResponse } from './rlsEncode.js';
 import type { RateLimitService } from './service.js';
 import type { Metrics } from './metrics.js';
@@ -51,7 +52,8 @@ class Malformed {
  * and malformed bytes are the client's mistake, so they decode to a {@link Malformed} the handler refuses. The
  * bytes are scanned first ({@link scanRequest}): a message past the descriptor, entry or field bounds, or with a
  * string that is not UTF-8, decodes to the BadRequest the handler answers, without protobufjs ever seeing it. A
- * response is encoded by {@link encodeResponse}.
+ * request of the usual form is then read by {@link decodeRequest}, any other by protobufjs. A response is encoded by
+ * {@link encodeResponse}.
  */
 function tolerant(def: grpc.ServiceDefinition): grpc.ServiceDefinition {
   const out: Record<string, grpc.MethodDefinition<unknown, unknown>> = {};
@@ -65,6 +67,9 @@ function tolerant(def: grpc.ServiceDefinition): grpc.ServiceDefinition {
       requestDeserialize: (bytes: Buffer) => {
         const refused = scanRequest(bytes);
         if (refused !== undefined) return refused;
+        // the usual request read from its bytes (rlsDecode.ts); any other form by protobufjs
+        const usual = decodeRequest(bytes);
+        if (usual !== undefined) return usual;
         try {
           return decode(bytes);
         } catch (e) {

@@ -6,7 +6,7 @@
  */
 import type { Decision } from '../core/types.js';
 import type { Limiter } from '../limiter.js';
-import { checkAll, checkAllSync, type CheckAllItem } from '../multi.js';
+import { checkAll, checkAllSyncTrusted, type CheckAllItem } from '../multi.js';
 import { MemoryStore } from '../stores/memory.js';
 import type { Store } from '../stores/types.js';
 import type { NativePolicy, ServiceConfig } from './config/types.js';
@@ -180,12 +180,16 @@ export class RateLimitService {
     if (p.live.length === 0) return finish(p, [], this.options);
     const now = this.options.clock?.now();
     const opts = now === undefined ? undefined : { now };
+    if (this.sync && !p.refused && p.guards === undefined) {
+      // the usual request: the plan's items are the parts as they are (their limiter, key and cost checked by plan)
+      return finish(p, checkAllSyncTrusted(p.live as readonly CheckAllItem[], opts).decisions, this.options);
+    }
     const parts = p.refused
       // refused already (a requests_per_unit: 0 limit): the others are looked at, not charged
       ? p.live.map(toLook)
       : p.live.map(toCheck);
     if (p.guards !== undefined) for (const g of p.guards) parts.push({ limiter: g.limiter, key: g.key, cost: 0 });
-    if (this.sync) return finish(p, checkAllSync(parts, opts).decisions, this.options);
+    if (this.sync) return finish(p, checkAllSyncTrusted(parts, opts).decisions, this.options);
     return checkAll(parts, opts).then((r) => finish(p, r.decisions, this.options));
   }
 }
