@@ -210,3 +210,48 @@ describe('a slot migration during flushes', () => {
     for (const { store } of all) await store.close();
   });
 });
+
+describe('clients of a slot mid-migration', () => {
+  test('a fresh client and one with a value but no sequence hash: decided by the exact mode (TRYAGAIN), not refused; local again after', async () => {
+    const prefix = uniquePrefix('mid');
+    const rule = rules.fixedWindow({ limit: 3, per: '1h' });
+    const store = redisStore({ client: connect(), prefix, timeout: 2000, localFirst: { maxUnsynced: M, flushEvery: '20ms' } }) as RedisStore;
+    const lim = limiter({ rules: [rule], store });
+    const exact = limiter({ rules: [rule], store: redisStore({ client: clients[0], prefix }) });
+    const bound = store.attach(lim.policy) as RedisBound;
+    // two clients of one slot: `old` has a value (written by the exact mode: no sequence hash), `fresh` nothing
+    const old = 'old';
+    const slot = slotOf(bound.redisKey(old));
+    let fresh = '';
+    for (let i = 0; fresh === ''; i++) if (slotOf(bound.redisKey(`new-${i}`)) === slot) fresh = `new-${i}`;
+    assert.equal((await exact.check(old, { now: BASE })).allowed, true);
+    await cluster.waitReplicated();
+    const source = cluster.owner(slot);
+    const target = cluster.masters().find((n) => n !== source) as RedisServer;
+    const [sourceId, targetId] = [cluster.nodeId(source), cluster.nodeId(target)];
+    target.cli('CLUSTER', 'SETSLOT', String(slot), 'IMPORTING', sourceId);
+    source.cli('CLUSTER', 'SETSLOT', String(slot), 'MIGRATING', targetId);
+    try {
+      for (const [k, want] of [[fresh, [true, true, true, false]], [old, [true, true, false, false]]] as const) {
+        const ds = [];
+        for (let i = 0; i < 4; i++) ds.push(await lim.check(k, { now: BASE }));
+        assert.deepEqual(ds.map((d) => d.reason === 'store-unavailable' ? 'refused by the failure policy' : d.allowed), want, k);
+      }
+      assert.match(errors(source), /errorstat_ASK:count=[1-9]/);
+      assert.ok(store.localFirstStats()!.exact >= 8, 'decided by the exact mode');
+    } finally {
+      source.cli('MIGRATE', '127.0.0.1', String(target.port), '', '0', '5000', 'KEYS', bound.redisKey(old), bound.redisKey(fresh));
+      for (const n of cluster.masters()) n.cli('CLUSTER', 'SETSLOT', String(slot), 'NODE', targetId);
+    }
+    // the slot has moved: a client new to this instance is fetched and decided on its copy again
+    let other = '';
+    for (let i = 0; other === ''; i++) if (slotOf(bound.redisKey(`other-${i}`)) === slot) other = `other-${i}`;
+    const before = store.localFirstStats()!;
+    await sleep(1000); // the slot's hold as migrating ends (or a sync of it succeeds first)
+    assert.deepEqual([(await lim.check(other, { now: BASE })).allowed, (await lim.check(other, { now: BASE })).allowed], [true, true]);
+    const after = store.localFirstStats()!;
+    assert.equal(after.exact, before.exact, 'decided locally');
+    assert.equal(after.fetches, before.fetches + 1);
+    await store.close();
+  });
+});
