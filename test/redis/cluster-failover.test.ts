@@ -8,7 +8,9 @@
  *   lost — charges the old master acknowledged after the replica took over, or before it replicated them — is counted;
  * - a slot migration (SETSLOT IMPORTING/MIGRATING, the keys MIGRATEd one at a time as a resharding tool does, then
  *   SETSLOT NODE): served by the source, then ASK (and TRYAGAIN while the value and the sequence hash are on two sides),
- *   then MOVED: every charge applied once.
+ *   then MOVED: every charge applied once;
+ * - clients of a slot mid-migration with no state, or a value without its sequence hash: the node serving the slot
+ *   answers their two-key sync TRYAGAIN for the whole migration, so they are decided by the exact mode (one key: ASK).
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
