@@ -110,6 +110,7 @@ describe('cluster', () => {
       const charged = algorithm === 'earrrl' ? N * 500 : admitted;
       const extra = N * (4 + (3 * Math.max(...rs.map((r) => r.elapsed))) / EVERY);
       assert.ok(used <= charged / M + extra, `${used} script calls for ${N * 500} checks, ${charged} units charged, ${extra} allowed beyond`);
+      for (const r of rs) assert.equal(r.stats.unsynced, 0);
     });
   }
 });

@@ -32,6 +32,19 @@ interface Flight {
 /** GLOBAL — error replies about the server, not one client's keys: a call that fails with one is not split client by client. */
 const GLOBAL = /^(OOM|READONLY|BUSY|LOADING|MASTERDOWN|NOREPLICAS|CLUSTERDOWN|MISCONF|NOSCRIPT|TRYAGAIN|MOVED|ASK|CROSSSLOT|NOPERM|NOAUTH|WRONGPASS)\b/;
 
+/**
+ * tryAgain — whether a failed sync call met its slot mid-migration: Redis answered TRYAGAIN (a script's keys not all on
+ * the node serving it), as such (node-redis) or after the client's own retries ran out (ioredis: "Too many Cluster
+ * redirections", its last error TRYAGAIN or the ASK or MOVED of the bounces between).
+ */
+function tryAgain(e: unknown): boolean {
+  for (let x = e, i = 0; x instanceof Error && i < 4; x = x.cause, i++) if (/\bTRYAGAIN\b|Too many Cluster redirections/.test(x.message)) return true;
+  return false;
+}
+
+/** MOVING_HOLD — ms a slot whose sync met TRYAGAIN is held as migrating (unless a sync of it succeeds first). */
+const MOVING_HOLD = 1000;
+
 /** clientError — whether a failed sync call was refused by Redis for something a client's keys may cause alone (an error reply not about the server). */
 function clientError(e: unknown): boolean {
   const cause = e instanceof Error ? (e.cause as { name?: unknown; message?: unknown } | undefined) : undefined;
@@ -81,6 +94,13 @@ export class LocalBound extends RedisBound {
    * fresh (a check re-sent after NOSCRIPT reaches Redis behind syncs sent later, whose state lacks its charge).
    */
   private readonly exacting = new Map<string, number>();
+  /**
+   * moving — Cluster slots whose sync met TRYAGAIN (mid-migration), until when (performance.now() ms). A sync carries
+   * two keys per client, and a node serving a migrating slot runs a script only if it holds all of them — never for a
+   * client with no state yet — while the exact mode's check (one key) follows the ASK. So a client of such a slot with
+   * nothing unseen is decided by the exact mode instead of fetching.
+   */
+  private readonly moving = new Map<number, number>();
   /** due — clients with unsent charges, by when they must be sent (performance.now() ms), in that order. */
   private readonly due = new Map<string, number>();
   /** urgent — clients to sync at the end of this tick. */
@@ -146,10 +166,12 @@ export class LocalBound extends RedisBound {
         }
       }
       if (this.ready(c, cost, performance.now())) return this.decide(key, c, cost, now);
-      if ((cost > this.m || attempt >= ATTEMPTS) && c.unseen === 0) return this.exact(key, c, cost, now);
+      if ((cost > this.m || attempt >= ATTEMPTS || this.isMoving(key)) && c.unseen === 0) return this.exact(key, c, cost, now);
       try {
         await this.awaitSync(key, c);
       } catch (e) {
+        // its slot is migrating: the exact mode can still decide a client with nothing unseen
+        if (c.unseen === 0 && tryAgain(e)) return this.exact(key, c, cost, now);
         return this.failed(e, key, cost, now);
       }
     }
@@ -165,6 +187,17 @@ export class LocalBound extends RedisBound {
     c.must = true;
     c.mustSince = performance.now();
     return this.exactWithout(key, cost, now);
+  }
+
+  /** isMoving — whether `key`'s slot met TRYAGAIN less than MOVING_HOLD ago (a Cluster slot mid-migration). */
+  private isMoving(key: string): boolean {
+    if (this.moving.size === 0) return false;
+    const slot = slotOf(this.redisKey(key));
+    const until = this.moving.get(slot);
+    if (until === undefined) return false;
+    if (until > performance.now()) return true;
+    this.moving.delete(slot);
+    return false;
   }
 
   /** decide — the decision on the copy, by the core's Policy; what it charged is kept to be sent. */
@@ -409,6 +442,7 @@ export class LocalBound extends RedisBound {
       (reply) => {
         const at = performance.now();
         this.hub.latency(at - sent);
+        if (this.moving.size > 0) this.moving.delete(slotOf(redisKeys[0])); // the slot's syncs run again
         // a reply not in the sync's shape (a proxy, a server that is not Redis): that client's flush failed (retried as is)
         const list: unknown[] = Array.isArray(reply) ? reply : [];
         const least = 32 + 8 * this.syncer.redisSize;
@@ -431,6 +465,7 @@ export class LocalBound extends RedisBound {
       (e: unknown) => {
         this.hub.stats.failures++;
         this.store.noteFailure(e);
+        if (this.store.isCluster && tryAgain(e)) this.moving.set(slotOf(redisKeys[0]), performance.now() + MOVING_HOLD);
         const mine = clientError(e);
         // one client's keys may have failed the whole call (Redis runs the script to its first error): each is sent
         // alone, with the same flight (a client applied before the error is then a duplicate, applied once)
