@@ -123,7 +123,7 @@ export class Batcher implements BatchSink {
 /** BatchCall — one batch in flight: each check answered from its own reply, or all by the failure policy. */
 class BatchCall extends Call {
   constructor(
-    readonly bound: RedisBound, readonly redisKey: string, readonly entries: Entry[], at: number, budget: Budget, private readonly calls: Calls,
+    readonly bound: RedisBound, readonly redisKey: string, private entries: Entry[], at: number, budget: Budget, private readonly calls: Calls,
   ) {
     super(budget, at, entries.some((e) => e.cost !== 0));
   }
@@ -148,9 +148,13 @@ class BatchCall extends Call {
   }
 
   answer(v: unknown): void {
-    const entries = this.entries;
+    const entries = this.release();
     const b = this.bound;
-    if (!(v instanceof Buffer)) return this.fail(new StoreUnavailableError('unreadable batch reply: not a string'));
+    if (!(v instanceof Buffer)) {
+      const e = new StoreUnavailableError('unreadable batch reply: not a string');
+      for (const x of entries) x.resolve(b.failed(e, x.key, x.cost, x.now));
+      return;
+    }
     let at = 0;
     for (let i = 0; i < entries.length; i++) {
       const e = entries[i];
@@ -167,6 +171,17 @@ class BatchCall extends Call {
   }
 
   fail(e: Error): void {
-    for (const x of this.entries) x.resolve(this.bound.failed(e, x.key, x.cost, x.now));
+    for (const x of this.release()) x.resolve(this.bound.failed(e, x.key, x.cost, x.now));
+  }
+
+  /**
+   * release — the checks, handed over once the call settles and forgotten by it: the store's deadline queue keeps
+   * settled calls a while (call.ts pops them lazily, up to ~1 000), and through their resolves every promise and
+   * Decision of those batches stayed alive, long enough to be promoted out of the young generation.
+   */
+  private release(): Entry[] {
+    const entries = this.entries;
+    this.entries = [];
+    return entries;
   }
 }
