@@ -123,7 +123,7 @@ export class Batcher implements BatchSink {
 /** BatchCall — one batch in flight: each check answered from its own reply, or all by the failure policy. */
 class BatchCall extends Call {
   constructor(
-    readonly bound: RedisBound, readonly redisKey: string, readonly entries: Entry[], at: number, budget: Budget, private readonly calls: Calls,
+    readonly bound: RedisBound, readonly redisKey: string, private entries: Entry[], at: number, budget: Budget, private readonly calls: Calls,
   ) {
     super(budget, at, entries.some((e) => e.cost !== 0));
   }
@@ -139,34 +139,63 @@ class BatchCall extends Call {
     // a run of one cost on the server's clock (a hot key's usual batch): its count, not a pair per check
     const args = same ? [deadline, '*', String(entries.length), String(cost)] : [deadline];
     if (!same) for (const e of entries) args.push(e.now === undefined ? '' : String(e.now), String(e.cost));
-    return b.store.client.callBuffer(text ? 'EVAL' : 'EVALSHA', text ? script.text : script.sha, 1, this.redisKey, ...args);
+    // the checks' road (wire.ts): callBuffer loses the command's name under ioredis's enableAutoPipelining
+    return b.store.batchBuffer(text, text ? script.text : script.sha, this.redisKey, args);
   }
 
   override seen(reply: unknown): void {
-    // the checks of a batch share its one read of the server's clock: the first reply's is theirs
-    if (reply instanceof Buffer && reply.length > 4) learnOffset(this.budget, this.bound.reply.wallOf(reply.subarray(4, 4 + reply.readUInt32LE(0))), performance.now());
+    // the checks of a batch share its one read of the server's clock, the first double of its second string
+    const meta = Array.isArray(reply) ? (reply[1] as unknown) : undefined;
+    if (meta instanceof Buffer && meta.length >= 8) learnOffset(this.budget, meta.readDoubleLE(0), performance.now());
   }
 
   answer(v: unknown): void {
-    const entries = this.entries;
+    const entries = this.release();
     const b = this.bound;
-    if (!(v instanceof Buffer)) return this.fail(new StoreUnavailableError('unreadable batch reply: not a string'));
+    const data = Array.isArray(v) ? (v[0] as unknown) : undefined;
+    const meta = Array.isArray(v) ? (v[1] as unknown) : undefined;
+    if (!(data instanceof Buffer) || !(meta instanceof Buffer)) {
+      const e = new StoreUnavailableError('unreadable batch reply: not the two strings of a batch');
+      for (const x of entries) x.resolve(b.failed(e, x.key, x.cost, x.now));
+      return;
+    }
+    // each check's reply in turn: a plain one is replyBytes long, a block's or exemption's length is the next in meta
+    const size = b.reply.replyBytes;
     let at = 0;
+    let odd = 8;
     for (let i = 0; i < entries.length; i++) {
       const e = entries[i];
-      const end = at + 4 + (at + 4 <= v.length ? v.readUInt32LE(at) : 0);
-      if (at + 4 > v.length || end > v.length) {
+      let end = -1;
+      if (at + 8 <= data.length) {
+        if (data.readDoubleLE(at) < 2) end = at + size;
+        else if (odd + 8 <= meta.length) {
+          end = at + meta.readDoubleLE(odd);
+          odd += 8;
+        }
+      }
+      if (!(end > at && end <= data.length)) {
         // a reply shorter than its checks (not this script's): the checks it does not hold get the failure policy
         const err = new StoreUnavailableError('unreadable batch reply: shorter than its checks');
         for (let j = i; j < entries.length; j++) entries[j].resolve(b.failed(err, entries[j].key, entries[j].cost, entries[j].now));
         return;
       }
-      answerCheck(b, e.key, e.cost, e.now, v, at + 4, end, e.resolve);
+      answerCheck(b, e.key, e.cost, e.now, data, at, end, e.resolve);
       at = end;
     }
   }
 
   fail(e: Error): void {
-    for (const x of this.entries) x.resolve(this.bound.failed(e, x.key, x.cost, x.now));
+    for (const x of this.release()) x.resolve(this.bound.failed(e, x.key, x.cost, x.now));
+  }
+
+  /**
+   * release — the checks, handed over once the call settles and forgotten by it: the store's deadline queue keeps
+   * settled calls a while (call.ts pops them lazily, up to ~1 000), and through their resolves every promise and
+   * Decision of those batches stayed alive, long enough to be promoted out of the young generation.
+   */
+  private release(): Entry[] {
+    const entries = this.entries;
+    this.entries = [];
+    return entries;
   }
 }

@@ -13,7 +13,7 @@ import { type Scanner } from './retime.js';
 import { encodeKey } from './keys.js';
 import { Call, StoreUnavailableError, learnOffset, type Budget, type Calls, type ScriptText } from './call.js';
 import type { RedisClient } from './client.js';
-import type { CheckSend } from './wire.js';
+import type { BatchSend, CheckSend } from './wire.js';
 import type { OnError } from './options.js';
 import { ReplyReader } from './reply.js';
 import { Fallback, unavailable, type FleetShare } from './fallback.js';
@@ -44,6 +44,7 @@ export interface BoundHost {
   readonly isCluster: boolean;
   readonly evalshaBuffer: CheckSend;
   readonly evalBuffer: CheckSend;
+  readonly batchBuffer: BatchSend;
   cork(): void;
   /** batcher — the hot keys' batches of this tick (batch.ts), undefined when `batch: false`. */
   readonly batcher: BatchSink | undefined;

@@ -45,10 +45,13 @@ export class ReplyReader {
   readonly measures: Uint8Array;
   /** rulesBytes — the bytes of the outcome and the rules' parts. */
   readonly rulesBytes: number;
+  /** replyBytes — the length of a reply without an override (outcome 0 or 1): the rules' part and the clock. */
+  readonly replyBytes: number;
 
   constructor(readonly policy: Policy) {
     this.measures = new Uint8Array(policy.rules.map((r) => measureOf(r.algorithm)));
     this.rulesBytes = 8 * HEAD_DOUBLES + this.measures.reduce((a, m) => a + ruleBytes(m as Measure), 0);
+    this.replyBytes = this.rulesBytes + 8 * TAIL_DOUBLES;
   }
 
   /** kind — the outcome: 0 refused, 1 admitted, 2 blocked, 3 exempt. */

@@ -15,7 +15,7 @@ import type { Placement } from './listing.js';
 import { lengthens, retime } from './retime.js';
 import { encodeKey, keySlot } from './keys.js';
 import type { RedisClient } from './client.js';
-import { Corker, checkSenders, clientOf, isClusterClient, masterOf, type CheckSend } from './wire.js';
+import { Corker, checkSenders, clientOf, isClusterClient, masterOf, type BatchSend, type CheckSend } from './wire.js';
 import { checkShape, readSettings, type OnError, type RedisStoreOptions } from './options.js';
 import { Calls, StoreUnavailableError, type Budget, type ScriptText } from './call.js';
 import { waiter, type Waiter } from './wait.js';
@@ -61,6 +61,8 @@ export class RedisStore implements Store, BoundHost {
   /** evalshaBuffer, evalBuffer — send a check's command (one key; now, cost, deadline), the reply kept as bytes. */
   readonly evalshaBuffer: CheckSend;
   readonly evalBuffer: CheckSend;
+  /** batchBuffer — sends a batch's command (batch.ts) by the same road, the reply kept as bytes. */
+  readonly batchBuffer: BatchSend;
   /** waitFor — with `wait`: a write's promise joined with the WAIT sent right behind it (undefined: no WAIT). */
   readonly waitFor: ((p: Promise<unknown>) => Promise<unknown>) | undefined;
   /** index — the index of blocks and exemptions, and its listing (overrides.ts). */
@@ -75,7 +77,7 @@ export class RedisStore implements Store, BoundHost {
     const s = readSettings(options, c);
     this.client = c;
     this.nodeOf = masterOf(c);
-    ({ evalshaBuffer: this.evalshaBuffer, evalBuffer: this.evalBuffer } = checkSenders(c));
+    ({ evalshaBuffer: this.evalshaBuffer, evalBuffer: this.evalBuffer, batchBuffer: this.batchBuffer } = checkSenders(c));
     this.prefix = s.prefix;
     this.timeout = s.timeout;
     this.onError = s.onError;
