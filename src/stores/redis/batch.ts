@@ -83,8 +83,10 @@ export class Batcher implements BatchSink {
       this.send(b);
     }
     if (!this.scheduled) {
+      // sent after this turn of the event loop's I/O callbacks, not at the end of this one: a server receives each
+      // request in its own callback, and its checks of one key coalesce only if they wait for the others of the turn
       this.scheduled = true;
-      process.nextTick(this.flush);
+      setImmediate(this.flush);
     }
   }
 
