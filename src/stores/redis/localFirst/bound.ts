@@ -10,11 +10,13 @@
  */
 import type { Decision, Override } from '../../../core/types.js';
 import type { Policy } from '../../../core/policy.js';
+import type { Log } from '../../../core/algorithms/slidingLog.js';
 import type { OverrideRequest } from '../../types.js';
 import { RedisBound, type BoundHost } from '../bound.js';
 import { slotOf } from '../slot.js';
 import { StoreUnavailableError } from '../call.js';
 import { syncScript, type SyncScript } from './script.js';
+import { fillLog, logFits, MAX_CHARGES, CALL_CHARGES } from './logCopy.js';
 import type { LocalFirstSettings } from './options.js';
 import { KEEP, type LocalHub } from './stats.js';
 
@@ -46,6 +48,11 @@ function clientError(e: unknown): boolean {
  */
 class Copy {
   synced = -Infinity;
+  /**
+   * big — performance.now() when a sync answered that the client's sliding log is longer than LOG_COPY entries (not
+   * returned): its checks are the exact mode's until flushEvery later, when the next one fetches it again; 0: none.
+   */
+  big = 0;
   /** must — the copy lacks a write made outside the sync (an exact check, an override, a reset): refetched before any decision, whatever `cold` says. */
   must = false;
   /** mustSince — performance.now() when `must` was set (again when an exact-mode check of the client settles): a sync sent after it clears it. */
@@ -58,7 +65,8 @@ class Copy {
   debt = false;
   /** waiters — checks waiting for the in-flight (or next) sync's answer. */
   waiters: { resolve: () => void; reject: (e: unknown) => void }[] = [];
-  constructor(readonly state: Float64Array) {}
+  /** log — the shared sliding log, for a policy with slidingLog rules (the global one as synced, charges since replayed). */
+  constructor(readonly state: Float64Array, readonly log: Log | undefined) {}
   get unseen(): number {
     return this.unsentUnits + (this.inflight?.units ?? 0) + (this.retry?.units ?? 0);
   }
@@ -94,6 +102,9 @@ export class LocalBound extends RedisBound {
   private readonly every: number;
   private readonly fresh: boolean;
   private readonly maxKeys: number;
+  /** cells — the entries the copies' sliding logs have room for, summed (their buffers: 16 bytes each), kept under maxLogEntries. */
+  private cells = 0;
+  private readonly maxCells: number;
   /** retired — detach() released this bound: every check is the exact mode's, and the copies go once their charges are answered (retire). */
   private retired = false;
   /** closed — close() ran: the retirement stops waiting; wake — ends its pause between two flush attempts early. */
@@ -107,11 +118,12 @@ export class LocalBound extends RedisBound {
     this.every = settings.flushEvery;
     this.fresh = settings.cold === 'fresh';
     this.maxKeys = settings.maxKeys;
+    this.maxCells = settings.maxLogEntries;
   }
 
-  /** eligible — whether a policy is decided locally: no slidingLog rule (its log is not replayed), no automatic block. */
+  /** eligible — whether a policy is decided locally: no automatic block. */
   static eligible(policy: Policy): boolean {
-    return !policy.hasLog && policy.blockFor === 0;
+    return policy.blockFor === 0;
   }
 
   override evaluate(key: string, cost: number, now: number | undefined): Promise<Decision> {
@@ -123,7 +135,7 @@ export class LocalBound extends RedisBound {
 
   /** ready — whether `c` may decide a request of `cost` now: fresh enough, and the charge within the budget. */
   private ready(c: Copy, cost: number, p: number): boolean {
-    if (c.must || (p - c.synced > this.every && !this.fresh)) return false;
+    if (c.must || c.big !== 0 || (p - c.synced > this.every && !this.fresh) || c.unsent.length >= 3 * MAX_CHARGES) return false;
     const unseen = c.unseen;
     return unseen === 0 ? cost <= this.m : unseen + cost <= this.m;
   }
@@ -145,7 +157,10 @@ export class LocalBound extends RedisBound {
           c.synced = performance.now();
         }
       }
-      if (this.ready(c, cost, performance.now())) return this.decide(key, c, cost, now);
+      const p = performance.now();
+      if (this.ready(c, cost, p)) return this.decide(key, c, cost, now);
+      // a log too long to copy: the exact mode decides until flushEvery after the sync that said so (then one fetch)
+      if (c.big !== 0 && p - c.big <= this.every && c.unseen === 0) return this.exactWithout(key, cost, now);
       if ((cost > this.m || attempt >= ATTEMPTS) && c.unseen === 0) return this.exact(key, c, cost, now);
       try {
         await this.awaitSync(key, c);
@@ -172,7 +187,10 @@ export class LocalBound extends RedisBound {
     const t = now ?? this.hub.now();
     const ov = c.override !== undefined && c.override.until > t ? c.override : undefined;
     const policy = this.policy;
-    const d = policy.evaluate(c.state, 0, undefined, t, cost, ov);
+    const log = c.log;
+    const cap = log === undefined ? 0 : log.cap;
+    const d = policy.evaluate(c.state, 0, log, t, cost, ov);
+    if (log !== undefined && log.cap !== cap) this.grew(log.cap - cap);
     if (cost > 0 && ov === undefined) {
       const r = d.reason;
       if (r === 'allowed') this.charge(key, c, t, cost, 1);
@@ -191,37 +209,51 @@ export class LocalBound extends RedisBound {
     c.unsent.push(t, cost, flag);
     c.unsentUnits += cost;
     this.hub.stats.unsynced += cost;
-    if (c.unseen >= this.m) this.soon(key);
+    if (c.unseen >= this.m || c.unsent.length >= 3 * MAX_CHARGES) this.soon(key);
     else if (!this.due.has(key)) this.schedule(key, performance.now() + this.every);
   }
 
   /** insert — a new copy (a fresh client's state until a sync says otherwise); the caller made room (room()). */
   private insert(key: string): Copy {
-    const c = new Copy(new Float64Array(Math.max(1, this.policy.stateSize)));
+    const c = new Copy(new Float64Array(Math.max(1, this.policy.stateSize)), this.policy.newLog());
+    if (c.log !== undefined) this.grew(c.log.cap);
     this.copies.set(key, c);
     this.hub.stats.copies++;
     return c;
   }
 
   /**
-   * room — whether another copy fits under maxKeys, after dropping the least recently used idle ones (nothing unsynced,
-   * nothing in flight) among the 16 oldest; the oldest with unsynced charges are sent at once (idle once answered).
+   * room — whether another copy fits under maxKeys (and the copies' logs under this.maxCells entries), after dropping the
+   * least recently used idle ones (nothing unsynced, nothing in flight) among the 16 oldest; the oldest with unsynced
+   * charges are sent at once (idle once answered).
    */
   private room(): boolean {
-    if (this.copies.size < this.maxKeys) return true;
+    if (this.copies.size < this.maxKeys && this.cells < this.maxCells) return true;
     let looked = 0;
     for (const [k, old] of this.copies) {
-      if (this.copies.size < this.maxKeys || looked++ >= 16) break;
+      if ((this.copies.size < this.maxKeys && this.cells < this.maxCells) || looked++ >= 16) break;
       if (old.unseen === 0 && old.inflight === undefined && old.waiters.length === 0) {
-        this.copies.delete(k);
-        this.hub.stats.copies--;
-        if (old.debt) this.hub.stats.debt--;
-        if (k === this.lastKey) this.lastKey = undefined;
+        this.drop(k, old);
       } else {
         this.soon(k);
       }
     }
-    return this.copies.size < this.maxKeys;
+    return this.copies.size < this.maxKeys && this.cells < this.maxCells;
+  }
+
+  /** grew — the copies' logs have room for `d` more entries. */
+  private grew(d: number): void {
+    this.cells += d;
+    this.hub.stats.logEntries += d;
+  }
+
+  /** drop — forgets `k`'s copy (idle: nothing unsynced or in flight). */
+  private drop(k: string, old: Copy): void {
+    this.copies.delete(k);
+    this.hub.stats.copies--;
+    if (old.debt) this.hub.stats.debt--;
+    if (old.log !== undefined) this.grew(-old.log.cap);
+    if (k === this.lastKey) this.lastKey = undefined;
   }
 
   /**
@@ -333,6 +365,7 @@ export class LocalBound extends RedisBound {
       if (c.debt) stats.debt--;
     }
     this.copies.clear();
+    this.grew(-this.cells);
     this.due.clear();
     this.urgent.clear();
     this.lastKey = undefined;
@@ -353,6 +386,8 @@ export class LocalBound extends RedisBound {
     const keys = this.urgent;
     this.urgent = new Set();
     const groups = new Map<number, string[]>();
+    /** carried — the charges each group's call carries so far (at most CALL_CHARGES: the call's ARGV is bounded). */
+    const carried = new Map<number, number>();
     const cluster = this.store.isCluster;
     const p = performance.now();
     for (const key of keys) {
@@ -377,13 +412,16 @@ export class LocalBound extends RedisBound {
         continue;
       }
       const g = cluster ? slotOf(this.redisKey(key)) : 0;
+      const count = f.charges.length / 3;
       let list = groups.get(g);
-      if (list === undefined || list.length >= BATCH) {
-        if (list !== undefined) this.send(list);
+      if (list === undefined || list.length >= BATCH || (carried.get(g) as number) + count > CALL_CHARGES) {
+        if (list !== undefined && list.length > 0) this.send(list);
         list = [];
         groups.set(g, list);
+        carried.set(g, 0);
       }
       list.push(key);
+      carried.set(g, (carried.get(g) as number) + count);
     }
     for (const list of groups.values()) if (list.length > 0) this.send(list);
   }
@@ -411,12 +449,12 @@ export class LocalBound extends RedisBound {
         this.hub.latency(at - sent);
         // a reply not in the sync's shape (a proxy, a server that is not Redis): that client's flush failed (retried as is)
         const list: unknown[] = Array.isArray(reply) ? reply : [];
-        const least = 32 + 8 * this.syncer.redisSize;
+        const least = 32 + 8 * this.syncer.redisSize + (this.syncer.hasLog ? 16 : 0);
         let bad: StoreUnavailableError | undefined;
         for (let i = 0; i < keys.length; i++) {
           const r = list[i];
           const kind = Buffer.isBuffer(r) && r.length >= least ? r.readDoubleLE(0) : 0;
-          if (kind === 1 || kind === 2 || kind === 3) {
+          if ((kind === 1 || kind === 2 || kind === 3) && (!this.syncer.hasLog || logFits(r as Buffer, least - 16))) {
             this.answered(keys[i], copies[i], r as Buffer, at);
             continue;
           }
@@ -465,8 +503,16 @@ export class LocalBound extends RedisBound {
     const pick = this.syncer.pick;
     const s = c.state;
     for (let i = 0; i < pick.length; i++) s[i] = r.readDoubleLE(32 + 8 * pick[i]);
+    let end = 32 + 8 * this.syncer.redisSize;
+    const log = c.log;
+    if (log !== undefined) {
+      const cap = log.cap;
+      const count = fillLog(log, r, end);
+      end += 16 + 16 * Math.max(0, count);
+      this.grew(log.cap - cap);
+      c.big = count < 0 ? at : 0;
+    }
     if (kind > 1) {
-      const end = 32 + 8 * this.syncer.redisSize;
       const o: Override = { kind: kind === 2 ? 'block' : 'exempt', until };
       if (r.length > end) o.reason = r.toString('utf8', end + 1);
       c.override = o;
@@ -474,10 +520,11 @@ export class LocalBound extends RedisBound {
       c.override = undefined;
     }
     const u = c.unsent;
-    for (let i = 0; i < u.length; i += 3) this.policy.force(s, 0, u[i], u[i + 1], u[i + 2] === 1);
+    const replay = c.big === 0 ? log : undefined;
+    for (let i = 0; i < u.length; i += 3) this.policy.force(s, 0, u[i], u[i + 1], u[i + 2] === 1, replay);
     c.synced = f.sent;
     if (f.sent >= c.mustSince && !this.exacting.has(key)) c.must = false;
-    const debt = !this.policy.verdict(s, 0, undefined, this.hub.now(), 1, undefined);
+    const debt = c.big === 0 && !this.policy.verdict(s, 0, log, this.hub.now(), 1, undefined);
     if (debt !== c.debt) {
       stats.debt += debt ? 1 : -1;
       c.debt = debt;
@@ -486,6 +533,7 @@ export class LocalBound extends RedisBound {
     c.waiters = [];
     for (const w of waiters) w.resolve();
     if (c.retry !== undefined || c.unseen >= this.m) this.soon(key);
+    if (this.cells > this.maxCells) this.room();
   }
 
   /** failedSync — a sync call failed: the flight is retried as is (same sequence: applied at most once), or given up after KEEP / 2. */

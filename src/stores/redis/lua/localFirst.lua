@@ -23,7 +23,14 @@ then, per client in KEYS order: seq (the flush's sequence number for this client
 Returns one string per client: little-endian doubles — kind (1 no override, 2 block, 3 exempt: the header as stored,
 live or not), until (the override's end, ms on the checks' clock; 0 without one), wall (the server's TIME, ms),
 applied (1 the charges were applied, 0 none or a duplicate), then the rules' state as stored (policy.lua's $STATE) —
-then, for an override with a reason, 'r' and the reason's bytes.
+with slidingLog rules then the log: base (the running total before its oldest entry), count (its entries; −1 when
+there are more than $LOG_COPY, which are not returned: the instance decides that client by the exact mode) and the
+entries, oldest first, as (time, running total) — then, for an override with a reason, 'r' and the reason's bytes.
+
+With slidingLog rules the shared log (slidingLog.lua) files each charge at its own time with the log's own `charge`
+(a charge older than the log's newest entry is filed at that entry's time, as the exact mode files a clock behind
+the log), by the log's accounting; the log is trimmed as the exact mode trims it (the longest period, the largest
+limit), so Redis holds the same log whichever mode wrote it.
 ]]
 
 --@@ sync
@@ -68,15 +75,18 @@ local at, okind, ountil, oreason = 2, 1, 0
 if v and byte(v, 1) == 111 then
   local untilMs, oe, se, rlen = unpack('<dddd', v, 3)
   at = 35
+  $LOG_REREAD
   if rlen >= 0 then
     oreason = sub(v, 35, 34 + rlen)
     at = 35 + rlen
   end
   ountil = untilMs
   if byte(v, 2) == 98 then okind = 2 else okind = 3 end
+  $LOG_UNWRAP
 end
 $LOCALS
 $LOAD
+$LOG_HEAD
 local changed = false
 local cost, allowed, admitted = 0, true, true
 $ADOPT
@@ -92,6 +102,7 @@ if apply then
       else
         $CHARGE_STRICT
       end
+      $LOG_CHARGE
       changed = true
     end
   end
@@ -99,6 +110,7 @@ if apply then
   redis.call('PEXPIRE', skey, keep)
 end
 now, cost = lnow, 0
+$LOG_DECIDE
 $REPORT
 if changed then
   -- the header has ended by the time of a charge applied under it: the value is the state alone, as the exact
@@ -110,4 +122,55 @@ if changed then
     redis.call('DEL', key)
   end
 end
+$RETURN
+
+--@@ return
 return pack('$REPLY_FMT', okind, ountil, wall, apply and 1 or 0, $STATE) .. (oreason and ('r' .. oreason) or ''), np
+
+--@@ log_unwrap
+-- (slidingLog rules) a charge applied after the override's end drops the override's header, as the exact mode does
+-- once an override is over: the value is rewritten without it before the log's header is read, so that the log's
+-- writes in place land where the script reads them
+if apply then
+  local late = false
+  for j = q, np - 1, 3 do
+    if not (okind > 1 and ountil > tonumber(ARGV[j])) then
+      late = true
+      break
+    end
+  end
+  if late then
+    $LOG_WHOLE
+    redis.call('SET', key, 'n' .. sub(v, at), 'KEEPTTL')
+    $LOG_UNWRAP_V
+  end
+end
+
+--@@ log_charge
+-- the shared log files the charge at its own time, by the log's accounting; an entry written in place goes to Redis
+-- at once (v too, when it holds that byte): the next charge's searches read it
+admitted = all
+$CHARGE
+if lpos then
+  redis.call('SETRANGE', key, lpos, ldata)
+  if lpos < #v then v = sub(v, 1, lpos) .. ldata .. sub(v, lpos + #ldata + 1) end
+  lpos, cq = nil, -INF
+end
+
+--@@ return_log
+-- the state, and the log as it now is in Redis (none when it was deleted as a fresh client's; count −1 past $LOG_COPY
+-- entries)
+local lout, lcount, lb = '', ln, lbase
+if changed and not (fresh > 0) then
+  lcount, lb = 0, 0
+elseif ln > $LOG_COPY then
+  lcount = -1
+elseif ln > 0 then
+  local from = le + 16 * loff
+  if whole then
+    lout = sub(v, from, from + 16 * ln - 1)
+  else
+    lout = redis.call('GETRANGE', key, from - 1, from + 16 * ln - 2)
+  end
+end
+return pack('$REPLY_FMT', okind, ountil, wall, apply and 1 or 0, $STATE_ARGSlb, lcount) .. lout .. (oreason and ('r' .. oreason) or ''), np
