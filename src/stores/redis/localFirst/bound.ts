@@ -121,11 +121,6 @@ export class LocalBound extends RedisBound {
     this.maxCells = settings.maxLogEntries;
   }
 
-  /** eligible — whether a policy is decided locally: no automatic block. */
-  static eligible(policy: Policy): boolean {
-    return policy.blockFor === 0;
-  }
-
   override evaluate(key: string, cost: number, now: number | undefined): Promise<Decision> {
     if (this.retired) return this.exactWithout(key, cost, now);
     const c = this.copies.get(key);
@@ -182,8 +177,11 @@ export class LocalBound extends RedisBound {
     return this.exactWithout(key, cost, now);
   }
 
-  /** decide — the decision on the copy, by the core's Policy; what it charged is kept to be sent. */
-  private decide(key: string, c: Copy, cost: number, now: number | undefined): Decision {
+  /**
+   * decide — the decision on the copy, by the core's Policy; what it charged is kept to be sent. A refusal that starts
+   * the policy's automatic block resolves once the block is written (autoBlock).
+   */
+  private decide(key: string, c: Copy, cost: number, now: number | undefined): Decision | Promise<Decision> {
     const t = now ?? this.hub.now();
     const ov = c.override !== undefined && c.override.until > t ? c.override : undefined;
     const policy = this.policy;
@@ -201,7 +199,31 @@ export class LocalBound extends RedisBound {
       this.copies.set(key, c);
       this.lastKey = key;
     }
+    if (ov === undefined && policy.blockFor > 0 && policy.autoBlocks(d, cost)) return this.autoBlockHere(key, c, t, now, d);
     return d;
+  }
+
+  /**
+   * autoBlockHere — a refusal on the copy starts the policy's automatic block: this instance honours it at once (the
+   * copy's override), and writes it as the exact mode does (the override call with ifNone: a block or exemption in
+   * force is kept), after this client's unsynced charges (setOverride settles them first); the other instances learn
+   * it at their next sync. Resolves to `d`, its retryAfter the block's end — the rules' own when the write fails (the
+   * copy's block is then withdrawn).
+   */
+  private autoBlockHere(key: string, c: Copy, t: number, now: number | undefined, d: Decision): Promise<Decision> {
+    const policy = this.policy;
+    const rules = d.retryAfter;
+    const reason = policy.autoBlocked(d);
+    const mine: Override = { kind: 'block', until: t + policy.blockFor, reason };
+    c.override = mine;
+    return this.setOverride(key, { kind: 'block', for: policy.blockFor, reason, ifNone: true }, now).then(
+      () => d,
+      () => {
+        if (c.override === mine) c.override = undefined;
+        d.retryAfter = rules;
+        return d;
+      },
+    );
   }
 
   /** charge — files a charge to be sent: at once past the budget, else by flushEvery from the first unsent one. */
