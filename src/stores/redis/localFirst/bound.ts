@@ -3,8 +3,9 @@
  * decided on an in-process copy by the core's own Policy (as the memory store decides), and the charges made here
  * are sent to Redis by the policy's sync script (script.ts, lua/localFirst.lua) when the client has `maxUnsynced`
  * units Redis has not seen or after `flushEvery`, whichever is first, many clients per call; the reply (the global
- * state) replaces the copy, and the charges made since that flush was sent are replayed onto it. docs/fleet.md
- * states the bound and derives it.
+ * state, with a policy's sliding log) replaces the copy, and the charges made since that flush was sent are replayed
+ * onto it. A refusal that starts the policy's automatic block is honoured here at once and written as the exact mode
+ * writes it. docs/fleet.md states the bound and derives it.
  * Long because the copy's life is one state machine (decide, charge, schedule, send, answer, fail, refetch after an
  * exact-mode write) whose steps share its fields; split, each file would reach into the others' invariants.
  */

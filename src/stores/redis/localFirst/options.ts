@@ -9,8 +9,10 @@ import { parseDuration, type Duration } from '../../../core/duration.js';
 /**
  * LocalFirstOptions — decide in-process on a copy of each client's state and sync it with Redis in batches
  * (docs/fleet.md states and derives the bound). With N instances, at most (N − 1) × maxUnsynced cost units per
- * client are admitted beyond what the exact mode admits (N × maxUnsynced with `cold: 'fresh'`), the long-run rate is
- * the exact mode's, and no decision is made on a copy older than `flushEvery`.
+ * client are admitted beyond what the exact mode admits (N × maxUnsynced with `cold: 'fresh'`; per window for the
+ * window algorithms and the sliding log, and as many more under an automatic block the others have not learned yet),
+ * the long-run rate is the exact mode's where the state carries a debt, and no decision is made on a copy older than
+ * `flushEvery`.
  * @example redisStore({ client, localFirst: { maxUnsynced: 5, flushEvery: '20ms' } })
  */
 export interface LocalFirstOptions {

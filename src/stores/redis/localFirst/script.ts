@@ -62,7 +62,11 @@ export function syncScript(policy: Policy): SyncScript {
   const compact = state.length === 1 && log === null;
   const slices = codes.filter((c) => c.state.length > 0);
   const logs = codes.filter((c) => c.config.algorithm === 'slidingLog');
-  const locals = codes.flatMap((c) => [...c.locals, `rem${c.i}`, `wait${c.i}`, `reset${c.i}`]);
+  // locals by scope (Lua 5.1: at most 200 active in a function): the slice rules' decide variables live in one
+  // charge's block of the loop, each rule's report variables in its report's block; only the log rules' measures
+  // (decided once before the reports) are the function's
+  const loopLocals = slices.flatMap((c) => c.locals);
+  const logLocals = logs.flatMap((c) => c.locals);
   const assign = (c: RuleCode): string => `${c.state.join(', ')} = ${c.next.join(', ')}`;
   const strict = slices.filter((c) => c.config.accounting === 'strict');
   const reply = `<dddd${d}${log ? 'dd' : ''}`;
@@ -71,7 +75,8 @@ export function syncScript(policy: Policy): SyncScript {
     FETCH: log ? log.fetch : render('policy', compact ? 'fetch_compact' : 'fetch', values),
     LOG_REREAD: log ? [log.reread] : [],
     LOG_UNWRAP: log ? [render('localFirst', 'log_unwrap', { LOG_WHOLE: [log.whole], LOG_UNWRAP_V: [log.unwrap] })] : [],
-    LOCALS: ['local fresh = 0', ...chunk(locals).map((c) => `local ${c.join(', ')}`), ...(state.length > 0 ? [`local ${state.join(', ')}`] : [])],
+    LOCALS: ['local fresh = 0', ...chunk(logLocals).map((c) => `local ${c.join(', ')}`), ...(state.length > 0 ? [`local ${state.join(', ')}`] : [])],
+    LOOP_LOCALS: chunk(loopLocals).map((c) => `local ${c.join(', ')}`),
     LOAD: state.length > 0 ? render('policy', 'load', values) : '',
     LOG_HEAD: log ? [log.head] : [],
     ADOPT: codes.flatMap((c) => c.adopt).join('\n'),
@@ -82,7 +87,9 @@ export function syncScript(policy: Policy): SyncScript {
     LOG_CHARGE: log ? [render('localFirst', 'log_charge', { CHARGE: log.charge })] : [],
     // the log's rules measure the log once, at the report's time (their report reads what decide found)
     LOG_DECIDE: log ? ['lcharged, ldrop = false, 0', ...logs.flatMap((c) => c.decide)] : [],
-    REPORT: codes.flatMap((c) => [`-- rule ${c.i}: ${printable(c.config.name)}`, 'do', c.report, `  if reset${c.i} > fresh then fresh = reset${c.i} end`, 'end']),
+    REPORT: codes.flatMap((c) => [
+      `-- rule ${c.i}: ${printable(c.config.name)}`, 'do', `  local rem${c.i}, wait${c.i}, reset${c.i}`, c.report, `  if reset${c.i} > fresh then fresh = reset${c.i} end`, 'end',
+    ]),
     STORE: [log ? log.store : render('policy', 'store', values)],
     RETURN: [log
       ? render('localFirst', 'return_log', { REPLY_FMT: reply, STATE_ARGS: state.map((x) => `${x}, `).join(''), LOG_COPY: String(LOG_COPY) })

@@ -96,6 +96,7 @@ if apply then
     if not (okind > 1 and ountil > t) then
       now, cost = t, tonumber(ARGV[j + 1])
       local all = ARGV[j + 2] == '1'
+      $LOOP_LOCALS
       $DECIDE
       if all then
         $CHARGE_ALL
