@@ -77,32 +77,35 @@ describe('one instance decides as the memory store', () => {
     });
   }
 
-  test(`a log longer than ${LOG_COPY} entries is not copied: its checks are the exact mode's (decided the same), and copying resumes once the log is short`, async () => {
+  test(`a log longer than ${LOG_COPY} entries is copied merged (only the entries near a window's edge one by one), decided exactly while those are too many, and the same as the memory store throughout`, async () => {
     const make = (): RuleConfig[] => [rules.slidingLog({ limit: 5000, per: '1h' })];
     const store = redisStore({ client, prefix: fresh(), localFirst: { maxUnsynced: 10, flushEvery: '30ms' } });
     const lim = limiter({ rules: make(), store });
     const mem = limiter({ rules: make() });
-    let t = BASE;
-    const exactAt: number[] = [];
-    for (let i = 0; i < LOG_COPY + 200; i++) {
-      t += 2;
+    const exact = (): number => store.localFirstStats()?.exact ?? 0;
+    // 1 100 entries within 11 ms: past 1 024 the sync returns the log merged (no edge of the hour's window is near)
+    for (let i = 0; i < LOG_COPY + 76; i++) {
+      const t = BASE + i / 100;
       same(await lim.check('k', { now: t }), await mem.check('k', { now: t }), `check ${i}`);
-      exactAt.push(store.localFirstStats()?.exact ?? 0);
     }
-    // below the limit every check was local; past it (once a sync said so) each is the exact mode's
-    assert.equal(exactAt[LOG_COPY - 20], 0, 'no exact check while the log is short');
-    const exactLate = exactAt[exactAt.length - 1] - exactAt[exactAt.length - 101];
-    assert.ok(exactLate >= 95, `${exactLate} of the last 100 checks decided exactly`);
-    // an hour later: the first check (exact) trims the log to its own entry; once the copy is stale it is fetched, short
-    t += 3_600_000;
-    same(await lim.check('k', { now: t }), await mem.check('k', { now: t }), 'an hour later');
-    await sleep(60);
-    const before = store.localFirstStats()?.exact ?? 0;
+    await store.flush();
+    assert.equal(exact(), 0, 'every check decided on the copy');
+    assert.ok(store.localFirstStats()!.logEntries <= 64, `the copy's log has room for ${store.localFirstStats()!.logEntries} entries`);
+    // an hour later the window's edge crosses those entries: more than 1 024 of them near it, so the sync returns none
+    // and the checks are the exact mode's until the exact checks have trimmed the log (then a fetch copies it again)
+    await sleep(40);
+    for (let i = 0; i < 150; i++) {
+      const t = BASE + 3_600_000 + i / 10;
+      same(await lim.check('k', { now: t }), await mem.check('k', { now: t }), `an hour later, check ${i}`);
+    }
+    assert.ok(exact() >= 1, 'decided by the exact mode while the edge crossed the long log');
+    await sleep(40);
+    const before = exact();
     for (let i = 0; i < 50; i++) {
-      t += 3;
+      const t = BASE + 3_600_000 + 20 + i;
       same(await lim.check('k', { now: t }), await mem.check('k', { now: t }), `after, check ${i}`);
     }
-    assert.ok((store.localFirstStats()?.exact ?? 0) - before <= 1, 'copied again: decided locally');
+    assert.ok(exact() - before <= 1, 'copied again: decided locally');
     await store.close();
   });
 });

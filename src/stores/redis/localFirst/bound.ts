@@ -54,6 +54,8 @@ class Copy {
    * returned): its checks are the exact mode's until flushEvery later, when the next one fetches it again; 0: none.
    */
   big = 0;
+  /** at — the latest time a check of this client was decided or asked at (ms, the checks' clock): sent with each sync. */
+  at = 0;
   /** must — the copy lacks a write made outside the sync (an exact check, an override, a reset): refetched before any decision, whatever `cold` says. */
   must = false;
   /** mustSince — performance.now() when `must` was set (again when an exact-mode check of the client settles): a sync sent after it clears it. */
@@ -158,6 +160,7 @@ export class LocalBound extends RedisBound {
       // a log too long to copy: the exact mode decides until flushEvery after the sync that said so (then one fetch)
       if (c.big !== 0 && p - c.big <= this.every && c.unseen === 0) return this.exactWithout(key, cost, now);
       if ((cost > this.m || attempt >= ATTEMPTS) && c.unseen === 0) return this.exact(key, c, cost, now);
+      c.at = now ?? this.hub.now();
       try {
         await this.awaitSync(key, c);
       } catch (e) {
@@ -184,6 +187,7 @@ export class LocalBound extends RedisBound {
    */
   private decide(key: string, c: Copy, cost: number, now: number | undefined): Decision | Promise<Decision> {
     const t = now ?? this.hub.now();
+    c.at = t;
     const ov = c.override !== undefined && c.override.until > t ? c.override : undefined;
     const policy = this.policy;
     const log = c.log;
@@ -452,7 +456,7 @@ export class LocalBound extends RedisBound {
   /** send — one sync call for these clients (each with its flight in c.inflight; `given`: their copies, else looked up). */
   private send(keys: string[], given?: Copy[]): void {
     const redisKeys: string[] = [];
-    const args: string[] = [this.hub.id, String(KEEP), ''];
+    const args: string[] = [this.hub.id, String(KEEP), String(this.every)];
     const copies: Copy[] = [];
     for (let i = 0; i < keys.length; i++) {
       const key = keys[i];
@@ -461,7 +465,7 @@ export class LocalBound extends RedisBound {
       const rk = this.redisKey(key);
       redisKeys.push(rk, `${rk}~s`);
       const f = c.inflight as Flight;
-      args.push(String(f.seq), String(f.charges.length / 3));
+      args.push(String(f.seq), String(f.charges.length / 3), String(c.at));
       for (let i = 0; i < f.charges.length; i++) args.push(String(f.charges[i]));
     }
     const sent = performance.now();

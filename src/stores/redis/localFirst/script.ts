@@ -8,7 +8,7 @@ import type { Policy } from '../../../core/policy.js';
 import { Script } from '../scripts.js';
 import { ruleCode, type RuleCode } from '../compose/rule.js';
 import { logCode, logShape } from '../compose/log.js';
-import { printable, render } from '../compose/template.js';
+import { lit, printable, render } from '../compose/template.js';
 
 /** SyncScript — a policy's sync script, the size of the state it returns, and where Policy's numbers are in it. */
 export interface SyncScript {
@@ -22,8 +22,9 @@ export interface SyncScript {
 }
 
 /**
- * LOG_COPY — the most entries of a sliding log the sync returns (16 bytes each: 16 KB): a longer log is not copied,
- * and its client is decided by the exact mode while it is that long.
+ * LOG_COPY — the most entries of a sliding log the sync returns (16 bytes each: 16 KB). A longer log is returned merged
+ * (localFirst.lua's `return_log`: only the entries that may leave a window while the copy decides, one by one); when
+ * even those are more, none: its client is decided by the exact mode while that lasts.
  */
 export const LOG_COPY = 1024;
 
@@ -84,7 +85,7 @@ export function syncScript(policy: Policy): SyncScript {
     DECIDE: slices.flatMap((c) => c.decide),
     CHARGE_ALL: slices.length > 0 ? slices.map(assign) : ['-- (no slice rule)'],
     CHARGE_STRICT: strict.length > 0 ? strict.map(assign) : ['-- (no strict rule: a refusal charges nothing)'],
-    LOG_CHARGE: log ? [render('localFirst', 'log_charge', { CHARGE: log.charge })] : [],
+    LOG_CHARGE: log ? [render('localFirst', 'log_charge', { CHARGE: log.charge, HEAD: String(log.headBytes), STATE_HEAD: log.stateHead, LE: String(2 + 8 * state.length + 36) })] : [],
     // the log's rules measure the log once, at the report's time (their report reads what decide found)
     LOG_DECIDE: log ? ['lcharged, ldrop = false, 0', ...logs.flatMap((c) => c.decide)] : [],
     REPORT: codes.flatMap((c) => [
@@ -92,7 +93,10 @@ export function syncScript(policy: Policy): SyncScript {
     ]),
     STORE: [log ? log.store : render('policy', 'store', values)],
     RETURN: [log
-      ? render('localFirst', 'return_log', { REPLY_FMT: reply, STATE_ARGS: state.map((x) => `${x}, `).join(''), LOG_COPY: String(LOG_COPY) })
+      ? render('localFirst', 'return_log', {
+        REPLY_FMT: reply, STATE_ARGS: state.map((x) => `${x}, `).join(''), LOG_COPY: String(LOG_COPY),
+        LOG_EDGES: [...new Set(logs.map((c) => c.config.per))].sort((x, y) => y - x).map((per) => render('localFirst', 'log_edge', { PER: lit(per), LOG_COPY: String(LOG_COPY) })),
+      })
       : render('localFirst', 'return', { REPLY_FMT: reply, STATE: values.STATE })],
   });
   const title = `-- ratekeeper: the local-first sync of one policy, written from src/stores/redis/lua/localFirst.lua and the rules' templates (KEYS, ARGV and reply: see localFirst.lua).\n-- The policy: ${rules.map((r) => `${printable(r.name)} (${r.algorithm}, ${r.accounting})`).join('; ')}`;
