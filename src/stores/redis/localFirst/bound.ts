@@ -50,8 +50,9 @@ function clientError(e: unknown): boolean {
 class Copy {
   synced = -Infinity;
   /**
-   * big — performance.now() when a sync answered that the client's sliding log is longer than LOG_COPY entries (not
-   * returned): its checks are the exact mode's until flushEvery later, when the next one fetches it again; 0: none.
+   * big — performance.now() when a sync answered that the client's sliding log has too many entries near a window's
+   * edge to return (script.ts LOG_COPY): its checks are the exact mode's until flushEvery later, when the next one
+   * fetches it again; 0: none.
    */
   big = 0;
   /** at — the latest time a check of this client was decided or asked at (ms, the checks' clock): sent with each sync. */
@@ -157,7 +158,7 @@ export class LocalBound extends RedisBound {
       }
       const p = performance.now();
       if (this.ready(c, cost, p)) return this.decide(key, c, cost, now);
-      // a log too long to copy: the exact mode decides until flushEvery after the sync that said so (then one fetch)
+      // a log that could not be copied: the exact mode decides until flushEvery after the sync that said so (then a fetch)
       if (c.big !== 0 && p - c.big <= this.every && c.unseen === 0) return this.exactWithout(key, cost, now);
       if ((cost > this.m || attempt >= ATTEMPTS) && c.unseen === 0) return this.exact(key, c, cost, now);
       c.at = now ?? this.hub.now();
@@ -250,9 +251,9 @@ export class LocalBound extends RedisBound {
   }
 
   /**
-   * room — whether another copy fits under maxKeys (and the copies' logs under this.maxCells entries), after dropping the
-   * least recently used idle ones (nothing unsynced, nothing in flight) among the 16 oldest; the oldest with unsynced
-   * charges are sent at once (idle once answered).
+   * room — whether another copy fits under maxKeys (and the copies' logs under maxLogEntries), after dropping the least
+   * recently used idle ones (nothing unsynced, nothing in flight) among the 16 oldest; the oldest with unsynced charges
+   * are sent at once (idle once answered).
    */
   private room(): boolean {
     if (this.copies.size < this.maxKeys && this.cells < this.maxCells) return true;

@@ -169,15 +169,15 @@ end
 --@@ return_log
 -- the state, and the log as it now is in Redis (none when it was deleted as a fresh client's). A log of more than
 -- $LOG_COPY entries is returned merged: only the entries that may leave a rule's window while the copy decides (time
--- in (r − per, r − per + 2F] for each period per, r the client's `at`, F = ARGV[3], the instance's flushEvery: the
--- copy decides from r for F, plus a round trip) are returned one by one; each run of entries between those is one entry, at the run's newest time with its running
+-- in (r − per, r − per + 2 × every] for each period per, r the client's `at`, every = ARGV[3], the instance's
+-- flushEvery: the copy decides from r for that long, plus a round trip) are returned one by one; each run of entries between those is one entry, at the run's newest time with its running
 -- total (its cost counted until its newest entry leaves the window: never less than the exact log counts). More than
 -- $LOG_COPY entries even so: count −1, none returned.
 local lout, lcount, lb = '', ln, lbase
 if changed and not (fresh > 0) then
   lcount, lb = 0, 0
 elseif ln > $LOG_COPY then
-  local F, r = tonumber(ARGV[3]), lat
+  local every, r = tonumber(ARGV[3]), lat
   if not (r > 0) then r = lnewest end
   local parts, from = {}, 0
   lcount = 0
@@ -199,12 +199,12 @@ end
 return pack('$REPLY_FMT', okind, ountil, wall, apply and 1 or 0, $STATE_ARGSlb, lcount) .. lout .. (oreason and ('r' .. oreason) or ''), np
 
 --@@ log_edge
--- the entries whose time is in (r − $PER, r − $PER + 2F], returned one by one after the run before them
+-- the entries whose time is in (r − $PER, r − $PER + 2 × every], returned one by one after the run before them
 -- as one entry (the periods in decreasing order: the ranges come in the log's order)
 if lcount >= 0 then
   local a, b
   @slidingLog.first_after(OUT = a, AFTER = r - $PER, FROM = 0)
-  @slidingLog.first_after(OUT = b, AFTER = r - $PER + 2 * F, FROM = 0)
+  @slidingLog.first_after(OUT = b, AFTER = r - $PER + 2 * every, FROM = 0)
   if a < from then a = from end
   if b > a then
     if lcount + (b - a) + 1 > $LOG_COPY then
