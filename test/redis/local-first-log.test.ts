@@ -108,6 +108,29 @@ describe('one instance decides as the memory store', () => {
     assert.ok(exact() - before <= 1, 'copied again: decided locally');
     await store.close();
   });
+  test('two rules over one long log (1 minute and 1 hour): as the minute\'s edge crosses the log, the entries near it come one by one and every decision is the memory store\'s', async () => {
+    const make = (): RuleConfig[] => [rules.slidingLog({ limit: 3000, per: '1m', name: 'minute' }), rules.slidingLog({ limit: 5000, per: '1h', name: 'hour' })];
+    const store = redisStore({ client, prefix: fresh(), localFirst: { maxUnsynced: 10, flushEvery: '30ms' } });
+    const lim = limiter({ rules: make(), store });
+    const mem = limiter({ rules: make() });
+    const look = (d: { rules: { remaining: number; retryAfter: number; resetAfter: number }[] }): number[][] => d.rules.map((r) => [r.remaining, r.resetAfter]);
+    for (let i = 0; i < 1100; i++) {
+      const t = BASE + i;
+      const [a, b] = [await lim.check('k', { now: t }), await mem.check('k', { now: t })];
+      same(a, b, `check ${i}`);
+      assert.deepEqual(look(a), look(b), `check ${i}'s rules`);
+    }
+    // a minute later: the minute's window loses the first entries one by one, the hour's keeps them all
+    for (let j = 0; j < 300; j++) {
+      const t = BASE + 60_000 + j;
+      const [a, b] = [await lim.check('k', { now: t }), await mem.check('k', { now: t })];
+      same(a, b, `a minute later, check ${j}`);
+      assert.deepEqual(look(a), look(b), `a minute later, check ${j}'s rules`);
+    }
+    assert.equal(store.localFirstStats()?.exact, 0, 'every check decided on the copy');
+    assert.ok(store.localFirstStats()!.logEntries <= 256, `the copy's log has room for ${store.localFirstStats()!.logEntries} entries`);
+    await store.close();
+  });
 });
 
 describe('blocks', () => {
