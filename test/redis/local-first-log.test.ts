@@ -2,9 +2,10 @@
  * The sliding log in the local-first mode (docs/fleet.md, "Per algorithm"): one instance decides check by check as
  * the memory store does, over logs longer than the part the sync script reads at once (its entries written in place)
  * and with several rules over one log beside a token bucket; Redis's log is then the memory store's (an exact look at
- * later times, as entries leave the windows, sees what the memory store sees); a log longer than the sync returns is
- * decided by the exact mode until it is short again; a block's header is dropped by a charge made after its end; the
- * sync's ARGV and the copies' logs stay within their bounds.
+ * later times, as entries leave the windows, sees what the memory store sees); a log longer than the sync returns
+ * whole is copied merged (the entries near each window's edge one by one) and still decides as the memory store, one
+ * rule or two over it, and is decided by the exact mode while its edge crosses too many entries; a block's header is
+ * dropped by a charge made after its end; the sync's ARGV and the copies' logs stay within their bounds.
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
