@@ -162,7 +162,7 @@ export class RedisStore implements Store, BoundHost {
 
   attach(policy: Policy, namespace = ''): RedisBound {
     const lf = this.localFirst;
-    if (lf !== undefined && LocalBound.eligible(policy)) {
+    if (lf !== undefined) {
       let m = this.locals.get(policy);
       if (m === undefined) this.locals.set(policy, (m = new Map()));
       let b = m.get(namespace);
