@@ -1,7 +1,7 @@
 /**
  * test/admin/store-browser — the dashboard's Store panel in a real headless Chromium (Debian's /usr/bin/chromium
  * driven by playwright-core) over a real redis-server: a Redis store in local-first mode (a gcra limiter decided on
- * copies, a sliding-log one by the exact mode, whose burst of 50 checks of one key is one batch) with a second
+ * copies, whose burst of 50 checks of one key at a cost above maxUnsynced goes to the exact mode as one batch) with a second
  * instance registered (N = 2), and a memory-store limiter. The panel shows the unsynced units with their bound,
  * then the flush (unsynced 0, flushed units, sync latency), the batch, N, and, while Redis is SIGSTOPped, the
  * fallback active since then; each figure with its line of explanation; no error, no CSP violation. With
@@ -98,7 +98,8 @@ describe('the Store panel in Chromium', () => {
 
   it('shows unsynced units and their bound, the flush, the batch, N, and the memory store', async () => {
     for (let i = 0; i < 6; i++) assert.ok((await copies.check('user:1')).allowed);
-    const burst = await Promise.all(Array.from({ length: 50 }, () => exact.check('hot')));
+    // a cost above maxUnsynced (10) is the exact mode's: the 50 of one tick are one batch
+    const burst = await Promise.all(Array.from({ length: 50 }, () => exact.check('hot', { cost: 11 })));
     assert.ok(burst.every((d) => d.allowed));
     await page.goto(admin.url);
     await page.locator('#token-form').waitFor({ state: 'visible', timeout: 5000 });
