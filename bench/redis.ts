@@ -370,7 +370,7 @@ if (PARTS.has('memory')) {
   server.cli('FLUSHALL');
 }
 
-if (PARTS.has('local')) {
+if (PARTS.has('local') || PARTS.has('locallog')) {
   // the local-first mode (docs/fleet.md) beside the memory store's check(), one check at a time, the two
   // interleaved per check in every round (BENCH_ROUNDS): p50 per round, median and spread over rounds; script calls
   // (EVALSHA + EVAL, INFO commandstats) per check. The event loop is given a turn every 64 checks (unmeasured), as a
@@ -407,38 +407,60 @@ if (PARTS.has('local')) {
   }
   const spread = (xs: number[]): string => `${fmt(median(xs))} (${fmt(Math.min(...xs))}–${fmt(Math.max(...xs))})`;
   const hot = [rules.gcra({ limit: 1e9, per: '1s', name: 'gcra' })];
-  console.log(`\n### Local-first mode (${ROUNDS} rounds, one check at a time; p50 µs: median (min–max) over rounds)\n`);
-  console.log('| measure | local-first p50 | memory store p50 | ratio | script calls per check | bound |\n|---|---:|---:|---:|---:|---:|');
-  /** syncCost — per maxUnsynced, Redis's µs per sync call (INFO commandstats usec_per_call of EVALSHA): its CPU per check is that / maxUnsynced. */
-  const syncCost: [number, number][] = [];
-  for (const m of [5, 20, 100]) {
-    const lf = new RedisStore({ client, prefix: `benchlf${m}:`, localFirst: { maxUnsynced: m, flushEvery: '20ms' } });
-    const limLf = limiter({ rules: hot, store: lf });
-    const limMem = limiter({ rules: hot, store: memoryStore() });
-    server.cli('CONFIG', 'RESETSTAT');
-    const r = await rounds([() => limLf.check('hot'), () => limMem.check('hot')], 20_000, 0);
-    const ratios = r.p50[0].map((x, i) => x / r.p50[1][i]);
-    console.log(`| hot key, maxUnsynced ${m} | ${spread(r.p50[0])} | ${spread(r.p50[1])} | ${median(ratios).toFixed(2)}× | ${median(r.perCheck).toFixed(4)} | ${(1 / m).toFixed(4)} |`);
-    syncCost.push([m, Number(/cmdstat_evalsha:calls=\d+,usec=\d+,usec_per_call=([\d.]+)/.exec(server.cli('INFO', 'commandstats'))?.[1])]);
-    await lf.close();
+  if (PARTS.has('local')) {
+    console.log(`\n### Local-first mode (${ROUNDS} rounds, one check at a time; p50 µs: median (min–max) over rounds)\n`);
+    console.log('| measure | local-first p50 | memory store p50 | ratio | script calls per check | bound |\n|---|---:|---:|---:|---:|---:|');
+    /** syncCost — per maxUnsynced, Redis's µs per sync call (INFO commandstats usec_per_call of EVALSHA): its CPU per check is that / maxUnsynced. */
+    const syncCost: [number, number][] = [];
+    for (const m of [5, 20, 100]) {
+      const lf = new RedisStore({ client, prefix: `benchlf${m}:`, localFirst: { maxUnsynced: m, flushEvery: '20ms' } });
+      const limLf = limiter({ rules: hot, store: lf });
+      const limMem = limiter({ rules: hot, store: memoryStore() });
+      server.cli('CONFIG', 'RESETSTAT');
+      const r = await rounds([() => limLf.check('hot'), () => limMem.check('hot')], 20_000, 0);
+      const ratios = r.p50[0].map((x, i) => x / r.p50[1][i]);
+      console.log(`| hot key, maxUnsynced ${m} | ${spread(r.p50[0])} | ${spread(r.p50[1])} | ${median(ratios).toFixed(2)}× | ${median(r.perCheck).toFixed(4)} | ${(1 / m).toFixed(4)} |`);
+      syncCost.push([m, Number(/cmdstat_evalsha:calls=\d+,usec=\d+,usec_per_call=([\d.]+)/.exec(server.cli('INFO', 'commandstats'))?.[1])]);
+      await lf.close();
+    }
+    {
+      // 100 000 cold keys, each checked once per round (cold: 'fresh': no round trip), flushEvery 20 ms
+      const KEYS_COLD = 100_000;
+      const lf = new RedisStore({ client, prefix: 'benchlfc:', localFirst: { maxUnsynced: 5, flushEvery: '20ms', cold: 'fresh', maxKeys: 200_000 } });
+      const limLf = limiter({ rules: hot, store: lf });
+      const limMem = limiter({ rules: hot, store: memoryStore({ maxKeys: 200_000 }) });
+      const t0 = performance.now();
+      const r = await rounds([(i) => limLf.check(`cold:${i % KEYS_COLD}`), (i) => limMem.check(`cold:${i % KEYS_COLD}`)], KEYS_COLD, 0);
+      const seconds = (performance.now() - t0) / 1000;
+      const ratios = r.p50[0].map((x, i) => x / r.p50[1][i]);
+      const s = lf.localFirstStats();
+      // calls per key per flushEvery: each key is checked once per round, so it is due once per round at most
+      console.log(`| 100 000 cold keys, cold: 'fresh' | ${spread(r.p50[0])} | ${spread(r.p50[1])} | ${median(ratios).toFixed(2)}× | ${median(r.perCheck).toFixed(4)} (${s?.flushes} clients synced in ${s?.calls} calls, ${((s?.flushes ?? 0) / (s?.calls || 1)).toFixed(0)} per call, ${seconds.toFixed(1)} s) | <= 1 per key per flushEvery |`);
+      await lf.close();
+    }
+    console.log('\n| maxUnsynced | Redis µs per sync call (one hot key) | Redis µs per check | hot-key checks/s one master sustains (1e6 / µs per check) |\n|---:|---:|---:|---:|');
+    for (const [m, us] of syncCost) console.log(`| ${m} | ${us.toFixed(1)} | ${(us / m).toFixed(2)} | ${fmt(1e6 / (us / m))} |`);
   }
-  {
-    // 100 000 cold keys, each checked once per round (cold: 'fresh': no round trip), flushEvery 20 ms
-    const KEYS_COLD = 100_000;
-    const lf = new RedisStore({ client, prefix: 'benchlfc:', localFirst: { maxUnsynced: 5, flushEvery: '20ms', cold: 'fresh', maxKeys: 200_000 } });
-    const limLf = limiter({ rules: hot, store: lf });
-    const limMem = limiter({ rules: hot, store: memoryStore({ maxKeys: 200_000 }) });
-    const t0 = performance.now();
-    const r = await rounds([(i) => limLf.check(`cold:${i % KEYS_COLD}`), (i) => limMem.check(`cold:${i % KEYS_COLD}`)], KEYS_COLD, 0);
-    const seconds = (performance.now() - t0) / 1000;
-    const ratios = r.p50[0].map((x, i) => x / r.p50[1][i]);
-    const s = lf.localFirstStats();
-    // calls per key per flushEvery: each key is checked once per round, so it is due once per round at most
-    console.log(`| 100 000 cold keys, cold: 'fresh' | ${spread(r.p50[0])} | ${spread(r.p50[1])} | ${median(ratios).toFixed(2)}× | ${median(r.perCheck).toFixed(4)} (${s?.flushes} clients synced in ${s?.calls} calls, ${((s?.flushes ?? 0) / (s?.calls || 1)).toFixed(0)} per call, ${seconds.toFixed(1)} s) | <= 1 per key per flushEvery |`);
-    await lf.close();
+  if (PARTS.has('locallog')) {
+    // the sliding log on one hot key (1e9 per second: nothing refused; ~1 000 entries of 1 ms each in the window,
+    // every sync returns them): local-first beside the memory store, then the exact mode beside the memory store
+    const log = [rules.slidingLog({ limit: 1e9, per: '1s', name: 'log' })];
+    console.log(`\n### Local-first mode, a sliding log of 1e9/1s on one hot key (${ROUNDS} rounds, one check at a time; p50 µs: median (min–max) over rounds)\n`);
+    console.log('| measure | p50 | memory store p50 | ratio | script calls per check | Redis µs per script call | Redis µs per check |\n|---|---:|---:|---:|---:|---:|---:|');
+    const row = async (what: string, store: RedisStore): Promise<void> => {
+      const limLog = limiter({ rules: log, store });
+      const limMem = limiter({ rules: log, store: memoryStore() });
+      server.cli('CONFIG', 'RESETSTAT');
+      const r = await rounds([() => limLog.check('hot'), () => limMem.check('hot')], 20_000, 0);
+      const ratios = r.p50[0].map((x, i) => x / r.p50[1][i]);
+      const us = Number(/cmdstat_evalsha:calls=\d+,usec=\d+,usec_per_call=([\d.]+)/.exec(server.cli('INFO', 'commandstats'))?.[1]);
+      const per = median(r.perCheck);
+      console.log(`| ${what} | ${spread(r.p50[0])} | ${spread(r.p50[1])} | ${median(ratios).toFixed(2)}× | ${per.toFixed(4)} | ${us.toFixed(1)} | ${(us * per).toFixed(2)} |`);
+      await store.close();
+    };
+    for (const m of [5, 20, 100]) await row(`local-first, maxUnsynced ${m}`, new RedisStore({ client, prefix: `benchll${m}:`, localFirst: { maxUnsynced: m, flushEvery: '20ms' } }));
+    await row('the exact mode', new RedisStore({ client, prefix: 'benchllx:' }));
   }
-  console.log('\n| maxUnsynced | Redis µs per sync call (one hot key) | Redis µs per check | hot-key checks/s one master sustains (1e6 / µs per check) |\n|---:|---:|---:|---:|');
-  for (const [m, us] of syncCost) console.log(`| ${m} | ${us.toFixed(1)} | ${(us / m).toFixed(2)} | ${fmt(1e6 / (us / m))} |`);
   server.cli('FLUSHALL');
 }
 
@@ -455,11 +477,14 @@ if (PARTS.has('hotkey')) {
   const line = (name: string, a: Usage[], b: Usage[]): void => {
     const ra = a.map((u) => u.rate);
     const rb = b.map((u) => u.rate);
-    console.log(`| ${name} | ${fmt(median(rb))} (${fmt(Math.min(...rb))}–${fmt(Math.max(...rb))}) | ${fmt(median(ra))} (${fmt(Math.min(...ra))}–${fmt(Math.max(...ra))}) | ${ratio(median(ra), median(rb))} | ${(a.reduce((x, u) => x + u.calls, 0) / a.reduce((x, u) => x + u.checks, 0)).toFixed(4)} | ${a.reduce((x, u) => x + u.refused, 0) + b.reduce((x, u) => x + u.refused, 0)} |`);
+    // CPU per check (Node's and Redis's, µs): steadier than checks/s on a shared machine
+    const cpu = (us: Usage[]): string => `${median(us.map((u) => u.node)).toFixed(2)} + ${median(us.map((u) => u.redis)).toFixed(2)}`;
+    const total = (us: Usage[]): number => median(us.map((u) => u.node + u.redis));
+    console.log(`| ${name} | ${fmt(median(rb))} (${fmt(Math.min(...rb))}–${fmt(Math.max(...rb))}) | ${fmt(median(ra))} (${fmt(Math.min(...ra))}–${fmt(Math.max(...ra))}) | ${ratio(median(ra), median(rb))} | ${cpu(b)} | ${cpu(a)} | ${(total(b) / total(a)).toFixed(2)}× | ${(a.reduce((x, u) => x + u.calls, 0) / a.reduce((x, u) => x + u.checks, 0)).toFixed(4)} | ${a.reduce((x, u) => x + u.refused, 0) + b.reduce((x, u) => x + u.refused, 0)} |`);
   };
   console.log(`\n## Hot keys coalesced (${INFLIGHT} in flight, ${ROUNDS} alternating rounds of ${SECONDS} s; median (min–max) checks/s)\n`);
-  console.log('| load | batch: false (today) | batch: true | ratio | script calls per check (batched) | refused |');
-  console.log('|---|---|---|---|---|---|');
+  console.log('| load | batch: false (today) | batch: true | ratio | CPU µs/check Node + Redis, false | true | CPU ratio | script calls per check (batched) | refused |');
+  console.log('|---|---|---|---|---|---|---|---|---|');
   for (const [name, k] of [['one hot key', (_: number) => 'hot'], ['10 000 distinct keys', key]] as const) {
     const a: Usage[] = [];
     const b: Usage[] = [];
@@ -470,7 +495,7 @@ if (PARTS.has('hotkey')) {
     }
     line(name, a, b);
     const st = on.batcher!.stats;
-    console.log(`|  batches: ${st.batches - s0.batches}, checks in them: ${st.checks - s0.checks}, mean size ${((st.checks - s0.checks) / Math.max(1, st.batches - s0.batches)).toFixed(1)}, largest ${st.largest} | | | | | |`);
+    console.log(`|  batches: ${st.batches - s0.batches}, checks in them: ${st.checks - s0.checks}, mean size ${((st.checks - s0.checks) / Math.max(1, st.batches - s0.batches)).toFixed(1)}, largest ${st.largest} | | | | | | | | |`);
   }
   on.close();
   off.close();

@@ -85,9 +85,10 @@ export function checkAll(items: readonly CheckAllItem[], options?: CheckAllOptio
 
 /**
  * checkAllTrusted, checkAllSyncTrusted — checkAll and checkAllSync for items their caller built itself and vouches
- * for (the limiter service's plan: a Limiter, a key of 1 to MAX_KEY_LENGTH characters, a cost from 0 to MAX_AMOUNT,
- * no other field): the same decision without checking each item's fields, key and cost again. Not exported from
- * the package: a library user's items are always checked.
+ * for (the limiter service's plan, server/plan.ts: a Limiter, a key of 1 to MAX_KEY_LENGTH characters, a cost from
+ * 0 to MAX_AMOUNT or undefined for 1): the same decision without checking each item's key and cost again, and an
+ * item's other fields are not looked at (the service hands its plan's items as they are). Not exported from the
+ * package (src/index.ts): a library user's items are always checked.
  */
 export function checkAllTrusted(items: readonly CheckAllItem[], options?: CheckAllOptions): Promise<CheckAllResult> {
   return decideAll(items, options, true);

@@ -12,6 +12,7 @@ import type { KeyOf } from './api.js';
 export type { KeyOf } from './api.js';
 import { EventHub } from './events.js';
 import { keyViewer, type KeyView } from './keys.js';
+import { storeView } from './store.js';
 
 /**
  * Limiters — the named limiters the admin works on: a Map, a plain object, or a function returning them now (re-read
@@ -229,6 +230,10 @@ export function adminHandler(options: AdminOptions): AdminHandler {
       case 'stats':
         if (arg !== undefined) break;
         if (allow('GET')) send(res, 200, api.stats(api.pick(all(), q.get('limiter')), q));
+        return;
+      case 'store':
+        if (arg !== undefined) break;
+        if (allow('GET')) send(res, 200, storeView(api.pick(all(), q.get('limiter'))));
         return;
       case 'events':
         if (arg !== undefined) break;

@@ -21,7 +21,7 @@ const TYPES: Record<string, string> = {
 };
 
 /**
- * loadAssets — the page (`''`) and its assets by name: app.js, app.css, icon.svg, and uPlot's script and style from the
+ * loadAssets — the page (`''`) and its assets by name: app.js, store.js, app.css, icon.svg, and uPlot's script and style from the
  * `uplot` package (resolved from this module, served as they are: no CDN, no build step). A missing uPlot leaves the
  * chart out (the page says so); a missing page folder is an installation error.
  */
@@ -34,6 +34,7 @@ export function loadAssets(): Map<string, Asset> {
   };
   file('index.html', `${PAGE_DIR}index.html`);
   file('app.js', `${PAGE_DIR}app.js`);
+  file('store.js', `${PAGE_DIR}store.js`);
   file('app.css', `${PAGE_DIR}app.css`);
   file('icon.svg', `${PAGE_DIR}icon.svg`);
   const require = createRequire(import.meta.url);

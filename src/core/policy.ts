@@ -289,10 +289,15 @@ export class Policy {
    * since a sync was sent onto the global state the sync returned): `admitted` charges every rule as an admitted
    * request, else only the strict rules (a refused request), whatever the rules would say of `s` now — the state may
    * pass its limit (a debt). Each rule's next() at `now`: a time behind the state's is taken as the state's. The
-   * shared sliding log is not replayed (policies with slidingLog rules are not decided locally). Cost 0 changes nothing.
+   * shared sliding `log` (given when the policy has one) files it by its accounting at `now` (at its newest entry's
+   * time when that is later) and is trimmed, as evaluate files a request. Cost 0 changes nothing.
    */
-  force(s: Float64Array, o: number, now: number, cost: number, admitted: boolean): void {
+  force(s: Float64Array, o: number, now: number, cost: number, admitted: boolean, log?: Log): void {
     if (!(cost > 0)) return;
+    if (log !== undefined && (admitted || this.logStrict)) {
+      log.push(now, cost);
+      log.trim(now - this.logPer, this.logLimit);
+    }
     const n = this.scratch;
     for (let i = 0; i < this.machines.length; i++) {
       const k = this.kinds[i];

@@ -112,7 +112,7 @@ export async function openAdmin(f: Fronts): Promise<AdminServer> {
   });
   const t = f.tls.admin;
   if (t !== undefined) rotate(admin.server as unknown as TlsServer, t);
-  logger.info(`admin listening on ${admin.url}${tlsWords(t)} (the dashboard; GET /admin/top, /admin/keys/:key, /admin/blocks …)`, { event: 'listening', listener: 'admin', address: admin.url, tls: t !== undefined });
+  logger.info(`admin listening on ${admin.url}${tlsWords(t)} (the dashboard; GET /admin/top, /admin/keys/:key, /admin/blocks, /admin/store …)`, { event: 'listening', listener: 'admin', address: admin.url, tls: t !== undefined });
   return admin;
 }
 

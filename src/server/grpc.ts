@@ -52,8 +52,9 @@ class Malformed {
  * and malformed bytes are the client's mistake, so they decode to a {@link Malformed} the handler refuses. The
  * bytes are scanned first ({@link scanRequest}): a message past the descriptor, entry or field bounds, or with a
  * string that is not UTF-8, decodes to the BadRequest the handler answers, without protobufjs ever seeing it. The
- * usual request (domain, descriptors of key/value entries, ASCII) is read from its bytes before either
- * ({@link fastRequest}). A response is encoded by {@link encodeResponse}.
+ * usual request (a domain, descriptors of key/value entries, ASCII strings: what Envoy sends) is read from its bytes
+ * before either ({@link fastRequest}: what protobufjs would give, bytes the scan would pass). A response is encoded
+ * by {@link encodeResponse}.
  */
 function tolerant(def: grpc.ServiceDefinition): grpc.ServiceDefinition {
   const out: Record<string, grpc.MethodDefinition<unknown, unknown>> = {};
@@ -79,6 +80,14 @@ function tolerant(def: grpc.ServiceDefinition): grpc.ServiceDefinition {
     };
   }
   return out as grpc.ServiceDefinition;
+}
+
+/**
+ * listenerService — the RateLimitService definition as the gRPC listener serves it ({@link tolerant}): its request
+ * decoder is the listener's (the bench's in-process gRPC path and the tests call it too).
+ */
+export function listenerService(): grpc.ServiceDefinition {
+  return tolerant(rlsService());
 }
 
 /** GrpcFrontOptions — how the gRPC listener bounds what one client can hold. */
@@ -193,7 +202,7 @@ export class GrpcFront {
       'grpc.keepalive_timeout_ms': options.keepaliveTimeout ?? 20_000,
       'grpc.max_connection_idle_ms': options.maxConnectionIdle ?? 300_000,
     });
-    this.server.addService(tolerant(rlsService()), { ShouldRateLimit: this.shouldRateLimit });
+    this.server.addService(listenerService(), { ShouldRateLimit: this.shouldRateLimit });
     this.arrivals = this.requestTimeout > 0 ? new Arrivals(this.requestTimeout, this.expire) : undefined;
   }
 

@@ -123,6 +123,7 @@ export class Metrics {
     gauge('ratekeeper_redis_local_unsynced_units', 'Local-first: cost units charged here that Redis has not acknowledged', (s) => s.unsynced, true);
     gauge('ratekeeper_redis_local_debt_clients', 'Local-first: clients whose global state, as last synced, is over its limit (owing)', (s) => s.debt);
     gauge('ratekeeper_redis_local_copies', 'Local-first: clients this instance holds a copy of', (s) => s.copies);
+    gauge('ratekeeper_redis_local_log_entries', 'Local-first: sliding-log entries the copies have room for (16 bytes each)', (s) => s.logEntries);
     gauge('ratekeeper_redis_local_sync_seconds_max', 'Local-first: the longest sync round trip so far', (s) => s.latency.max / 1000);
     counter('ratekeeper_redis_local_syncs_total', 'Local-first: clients synced (flushes and fetches answered)', (s) => s.flushes);
     counter('ratekeeper_redis_local_fetches_total', 'Local-first: syncs sent only to read a cold or stale copy', (s) => s.fetches);
@@ -131,7 +132,7 @@ export class Metrics {
     counter('ratekeeper_redis_local_sync_failures_total', 'Local-first: sync calls that failed or timed out (retried with the same sequence)', (s) => s.failures);
     counter('ratekeeper_redis_local_duplicates_total', 'Local-first: flushes Redis had applied already (applied once)', (s) => s.duplicates);
     counter('ratekeeper_redis_local_lost_units_total', 'Local-first: cost units given up after retrying for a minute', (s) => s.lost);
-    counter('ratekeeper_redis_local_exact_total', 'Local-first: checks decided by the exact mode (a cost above maxUnsynced, no room for a copy)', (s) => s.exact);
+    counter('ratekeeper_redis_local_exact_total', 'Local-first: checks decided by the exact mode (a cost above maxUnsynced, no room for a copy, a sliding log too long to copy)', (s) => s.exact);
     counter('ratekeeper_redis_local_sync_seconds_total', 'Local-first: the syncs\' round trips, summed (divided by sync_calls_total: the mean)', (s) => s.latency.sum / 1000);
   }
 

@@ -49,7 +49,11 @@ export async function openStore(options: ServeOptions, logger: Logger): Promise<
   const client = createClient(ioredis as never, plan.connect, common) as unknown as InstanceType<typeof ioredis.Redis>;
   const timeout = plan.connect.connectTimeout ?? 10_000;
   try {
-    const ready = waitReady(client as never, timeout, plan.secrets, plan.connect.mode === 'sentinel');
+    const first = plan.connect.path === undefined ? plan.connect.nodes[0] : undefined;
+    const tls = plan.connect.tls;
+    // mutual TLS without the certificate the server wants reads as a reset: looked at on the first one
+    const refusedEarly = first === undefined || tls === undefined || plan.connect.mode === 'sentinel' ? undefined : () => tlsRefusal(first, tls, Math.min(timeout, 1000));
+    const ready = waitReady(client as never, timeout, plan.secrets, plan.connect.mode === 'sentinel', refusedEarly);
     if (plan.connect.mode === 'sentinel' && plan.connect.tls !== undefined) {
       // ioredis hides why a Sentinel refused TLS ("Connection is closed"): a handshake of our own names it
       ready.catch(() => undefined);

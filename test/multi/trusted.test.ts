@@ -2,8 +2,10 @@
  * checkAllTrusted / checkAllSyncTrusted (the limiter service's way into the all-or-nothing check, which skips the
  * item checks for items it built itself) against checkAllSync / checkAll, the checked path: on twin memory stores fed
  * the same random compound requests — several algorithms and rules, dry-run, a denial cache, an observer, blocks and
- * exemptions, duplicate (limiter, key) items, costs 0 to 3 — every result and every client's state after it are the
- * same. Bad items are the checked path's business: the trusted one is only given good ones.
+ * exemptions, duplicate (limiter, key) items, costs 0 to 3, a cost left out or given as undefined, other fields on an
+ * item as the service's plan items have — every result and every client's state after it are the same. Bad items
+ * are the checked path's business: the trusted one is only given good ones, and what it takes on trust the checked
+ * one refuses.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -26,7 +28,7 @@ const limiterArb = fc.record({
 });
 const stepArb = fc.record({
   gap: fc.integer({ min: 0, max: 2_000 }),
-  items: fc.array(fc.record({ lim: fc.nat(), key: fc.constantFrom('a', 'b', 'c'), cost: fc.option(fc.constantFrom(0, 0.5, 1, 2, 3), { nil: undefined }) }), { minLength: 1, maxLength: 4 }),
+  items: fc.array(fc.record({ lim: fc.nat(), key: fc.constantFrom('a', 'b', 'c'), cost: fc.option(fc.constantFrom(0, 0.5, 1, 2, 3), { nil: undefined }), extra: fc.boolean() }), { minLength: 1, maxLength: 4 }),
   override: fc.option(fc.record({ lim: fc.nat(), key: fc.constantFrom('a', 'b'), kind: fc.constantFrom('block', 'exempt') }), { nil: undefined }),
 });
 
@@ -45,9 +47,14 @@ function twins(specs: Of<typeof limiterArb>[]): [Limiter[], Limiter[]] {
   return [make(), make()];
 }
 
-/** items — a step's items on `lims`; `cost` left out when undefined (the default, 1). */
+/** items — a step's items on `lims` for the checked path: `cost` left out when undefined (the default, 1). */
 function items(lims: Limiter[], step: Of<typeof stepArb>): CheckAllItem[] {
   return step.items.map((it) => (it.cost === undefined ? { limiter: lims[it.lim % lims.length], key: it.key } : { limiter: lims[it.lim % lims.length], key: it.key, cost: it.cost }));
+}
+
+/** planItems — the same for the trusted path, as the service's plan hands them: `cost` undefined or not, other fields. */
+function planItems(lims: Limiter[], step: Of<typeof stepArb>): CheckAllItem[] {
+  return step.items.map((it) => ({ limiter: lims[it.lim % lims.length], key: it.key, cost: it.cost, ...(it.extra ? { index: 3, spec: {} } : {}) }));
 }
 
 /** looks — every limiter's view of every key at `t`, charging nothing. */
@@ -72,7 +79,7 @@ test('checkAllSyncTrusted decides as checkAllSync: the same results and states o
         }
       }
       const a = checkAllSync(items(checked, step), { now: t });
-      const b = checkAllSyncTrusted(items(trusted, step), { now: t });
+      const b = checkAllSyncTrusted(planItems(trusted, step), { now: t });
       assert.deepEqual(b, a);
       assert.deepEqual(looks(trusted, t), looks(checked, t));
     }
@@ -88,7 +95,7 @@ test('checkAllTrusted decides as checkAll (the asynchronous path, which the serv
       t += step.gap;
       clock.t = t;
       const a = await checkAll(items(checked, step), { now: t });
-      const b = await checkAllTrusted(items(trusted, step), { now: t });
+      const b = await checkAllTrusted(planItems(trusted, step), { now: t });
       assert.deepEqual(b, a);
     }
     assert.deepEqual(looks(trusted, t), looks(checked, t));
@@ -101,4 +108,6 @@ test('the checked path still refuses what the trusted one is never given', () =>
   assert.throws(() => checkAllSync([{ limiter: l, key: '' }]), /key must be a non-empty string/);
   assert.throws(() => checkAllSync([{ limiter: l, key: 'a', cost: -1 }]), /cost must be a finite number >= 0/);
   assert.throws(() => checkAllSync([{ limiter: l, key: 'a', cots: 1 } as unknown as CheckAllItem]), /cots/);
+  assert.throws(() => checkAllSync([{ limiter: l, key: 'a', cost: 1, index: 0 } as unknown as CheckAllItem]), /index is not an option/);
+  assert.equal(checkAllSyncTrusted([{ limiter: l, key: 'a', cost: 1, index: 0 } as unknown as CheckAllItem]).allowed, true);
 });

@@ -311,7 +311,7 @@ describe('the fleet in 4 processes: Redis stopped, one key hammered', () => {
     return answer;
   }));
   /** total — per rule, the sum over the workers. */
-  const total = (hs: Hammered[], field: keyof Hammered): number[] => WORKER_RULES.map((_, i) => hs.reduce((a, h) => a + h[field][i], 0));
+  const total = (hs: Hammered[], field: 'admitted' | 'fallback'): number[] => WORKER_RULES.map((_, i) => hs.reduce((a, h) => a + h[field][i], 0));
 
   it('the registry counts 4 processes; stopped Redis: the exact mode\'s total, not 4 ×; SIGCONT: Redis again', async () => {
     const prefix = uniquePrefix('fleetp');

@@ -3,7 +3,8 @@
  * one real Redis, random interleavings of checks of random costs, flushes sent and awaited at random points, and
  * flushes left in flight: the cost admitted on one key never exceeds the limit + (N − 1) × maxUnsynced (a rule that
  * does not refill within the run: the exact mode would admit at most the limit), and once everything is flushed Redis
- * holds exactly what was charged (each flush applied once).
+ * holds exactly what was charged (each flush applied once). The sliding log too: one rule, several rules over one
+ * log, a log beside a token bucket (each charge filed in Redis's log at its own time).
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -12,6 +13,7 @@ import { Redis } from 'ioredis';
 import { RedisServer } from '../support/redis.js';
 import { limiter, type Limiter } from '../../src/limiter.js';
 import { rules } from '../../src/core/rules.js';
+import type { RuleConfig } from '../../src/core/algorithms/common.js';
 import { redisStore, type RedisStore } from '../../src/stores/redis/index.js';
 
 let server: RedisServer;
@@ -35,7 +37,25 @@ const step = (n: number): fc.Arbitrary<Step> => fc.oneof(
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('flush' as const), who: fc.nat(n - 1), wait: fc.boolean() }) },
 );
 
-for (const [algorithm, cold, accounting] of [['fixedWindow', 'fetch', 'leaky'], ['tokenBucket', 'fetch', 'leaky'], ['gcra', 'fetch', 'leaky'], ['gcra', 'fresh', 'leaky'], ['tokenBucket', 'fresh', 'strict']] as const) {
+/**
+ * Shape — the policy under test: one rule of an algorithm, or the sliding log's shapes: several slidingLog rules over
+ * one log (`logs`: the 1h rule binds, a 2h one beside it), and a log beside a token bucket (`log+bucket`). The first
+ * rule has the smallest limit and binds: an exact look after the run has `limit − admitted` left.
+ */
+type Shape = 'fixedWindow' | 'tokenBucket' | 'gcra' | 'slidingLog' | 'logs' | 'log+bucket';
+
+function policyRules(shape: Shape, limit: number, accounting: 'leaky' | 'strict'): RuleConfig[] {
+  if (shape === 'logs') return [rules.slidingLog({ limit, per: '1h', accounting, name: 'h' }), rules.slidingLog({ limit: limit + 7, per: '2h', accounting, name: '2h' })];
+  if (shape === 'log+bucket') return [rules.slidingLog({ limit, per: '1h', accounting, name: 'log' }), rules.tokenBucket({ limit: limit + 3, per: '1h', accounting, name: 'bucket' })];
+  return [rules[shape]({ limit, per: '1h', accounting })];
+}
+
+const CASES: [Shape, 'fetch' | 'fresh', 'leaky' | 'strict'][] = [
+  ['fixedWindow', 'fetch', 'leaky'], ['tokenBucket', 'fetch', 'leaky'], ['gcra', 'fetch', 'leaky'], ['gcra', 'fresh', 'leaky'], ['tokenBucket', 'fresh', 'strict'],
+  ['slidingLog', 'fetch', 'leaky'], ['slidingLog', 'fresh', 'strict'], ['logs', 'fetch', 'leaky'], ['logs', 'fetch', 'strict'], ['log+bucket', 'fetch', 'leaky'], ['log+bucket', 'fresh', 'leaky'],
+];
+
+for (const [algorithm, cold, accounting] of CASES) {
   // cold 'fresh': a copy may start from a fresh state, so the bound is N × maxUnsynced
   const extra = (n: number, m: number): number => (cold === 'fresh' ? n * m : (n - 1) * m);
   test(`${algorithm} (cold: ${cold}, ${accounting}): random interleavings of N instances and flushes never admit more than limit + ${cold === 'fresh' ? 'N' : '(N − 1)'} × maxUnsynced; Redis ends with exactly what was charged`, async () => {
@@ -48,7 +68,7 @@ for (const [algorithm, cold, accounting] of [['fixedWindow', 'fetch', 'leaky'], 
         for (let i = 0; i < n; i++) {
           const store = redisStore({ client, prefix, localFirst: { maxUnsynced: m, flushEvery: '60s', cold } });
           stores.push(store);
-          lims.push(limiter({ rules: [rules[algorithm]({ limit, per: '1h', accounting })], store }));
+          lims.push(limiter({ rules: policyRules(algorithm, limit, accounting), store }));
         }
         let admitted = 0;
         /** most — the most admitted at any moment (checked once every check has settled: a loose one may settle after a failure). */
@@ -77,7 +97,7 @@ for (const [algorithm, cold, accounting] of [['fixedWindow', 'fetch', 'leaky'], 
         for (const s of stores) await s.close();
         if (accounting === 'strict') return; // refusals were charged too: the state is not limit − admitted
         // every admitted unit is in Redis once: an exact look at the same time sees limit − admitted left (or nothing)
-        const exact = limiter({ rules: [rules[algorithm]({ limit, per: '1h', accounting })], store: redisStore({ client, prefix }) });
+        const exact = limiter({ rules: policyRules(algorithm, limit, accounting), store: redisStore({ client, prefix }) });
         const d = await exact.peek('k', { now: t });
         assert.equal(d.remaining, Math.max(0, limit - admitted), `remaining ${d.remaining} after ${admitted} admitted of ${limit}`);
       }),

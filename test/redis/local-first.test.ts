@@ -10,7 +10,7 @@ import { RedisCluster, RedisServer } from '../support/redis.js';
 import { fleet } from './local-first-fleet.js';
 
 /** EXACT — what the exact mode admits of 100/1h hammered at once (EARRRL: its burst 1 + (limit/per)/λ with halfLife = per). */
-const EXACT: Record<string, number> = { fixedWindow: 100, slidingWindow: 100, tokenBucket: 100, leakyBucket: 100, gcra: 100, exponential: 100, earrrl: 145 };
+const EXACT: Record<string, number> = { fixedWindow: 100, slidingWindow: 100, slidingLog: 100, tokenBucket: 100, leakyBucket: 100, gcra: 100, exponential: 100, earrrl: 145 };
 const N = 4;
 const M = 5;
 /**
@@ -37,7 +37,7 @@ async function awayFromBoundary(s: RedisServer): Promise<void> {
   if (into > 3_600_000 - 15_000) await new Promise((r) => setTimeout(r, 3_600_000 - into + 1_000));
 }
 
-const ALGORITHMS = ['fixedWindow', 'slidingWindow', 'tokenBucket', 'leakyBucket', 'gcra', 'earrrl', 'exponential'] as const;
+const ALGORITHMS = ['fixedWindow', 'slidingWindow', 'slidingLog', 'tokenBucket', 'leakyBucket', 'gcra', 'earrrl', 'exponential'] as const;
 
 describe('standalone', () => {
   let server: RedisServer;
@@ -76,7 +76,7 @@ describe('mixed modes (a rolling upgrade)', () => {
   after(async () => {
     await server.stop();
   });
-  for (const algorithm of ['gcra', 'tokenBucket', 'fixedWindow'] as const) {
+  for (const algorithm of ['gcra', 'tokenBucket', 'fixedWindow', 'slidingLog'] as const) {
     test(`${algorithm}: 2 processes in the exact mode and 2 in local-first on one key share one state: admitted within [100, 100 + 2 × ${M}]`, async () => {
       await awayFromBoundary(server);
       const rs = await fleet({ ports: [server.port], cluster: false, algorithm, limit: 100, per: '1h', checks: 500, inFlight: 50, maxUnsynced: M, flushEvery: 20 },
@@ -110,6 +110,7 @@ describe('cluster', () => {
       const charged = algorithm === 'earrrl' ? N * 500 : admitted;
       const extra = N * (4 + (3 * Math.max(...rs.map((r) => r.elapsed))) / EVERY);
       assert.ok(used <= charged / M + extra, `${used} script calls for ${N * 500} checks, ${charged} units charged, ${extra} allowed beyond`);
+      for (const r of rs) assert.equal(r.stats.unsynced, 0);
     });
   }
 });

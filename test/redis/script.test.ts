@@ -14,6 +14,7 @@ import type { Algorithm } from '../../src/core/types.js';
 import { MemoryStore } from '../../src/stores/memory.js';
 import { RedisStore } from '../../src/stores/redis/index.js';
 import { compoundScript, policyScript, refundScript } from '../../src/stores/redis/scripts.js';
+import { syncScript } from '../../src/stores/redis/localFirst/script.js';
 import { RatekeeperError } from '../../src/core/errors.js';
 import { RedisServer } from '../support/redis.js';
 import { checkExpectations, compare, run } from '../conformance/run.js';
@@ -92,8 +93,8 @@ describe('on a standalone Redis', () => {
 
   // The composer refuses a policy too large for one Lua function (Lua 5.1: 200 locals, 250 registers) when it is
   // attached: every policy it accepts must compile, or every check of it would answer by the failure policy (under
-  // 'allow', every request admitted). The largest accepted policy of each mix of algorithms, its three scripts loaded.
-  test('the largest policy the composer accepts compiles: its check, refund and compound scripts', async () => {
+  // 'allow', every request admitted). The largest accepted policy of each mix of algorithms, its four scripts loaded.
+  test('the largest policy the composer accepts compiles: its check, refund, compound and local-first sync scripts', async () => {
     const make: Record<Algorithm, (i: number) => RuleConfig> = {
       gcra: (i) => rules.gcra({ limit: 10 + i, per: 1_000, name: `g${i}` }),
       slidingWindow: (i) => rules.slidingWindow({ limit: 10 + i, per: 1_000, name: `sw${i}` }),
@@ -125,7 +126,7 @@ describe('on a standalone Redis', () => {
       }
       assert.ok(n >= 16, `${mix.join('+')}: only ${n} rules accepted`);
       const p = policyOf(n);
-      for (const [what, script] of [['check', policyScript(p)], ['refund', refundScript(p)], ['compound', compoundScript([p, p])]] as const) {
+      for (const [what, script] of [['check', policyScript(p)], ['refund', refundScript(p)], ['compound', compoundScript([p, p])], ['local-first sync', syncScript(p).script]] as const) {
         await plain.call('SCRIPT', 'LOAD', script.text).catch((e: Error) => failures.push(`${mix.join('+')} × ${n}, ${what}: ${e.message.slice(0, 120)}`));
       }
     }

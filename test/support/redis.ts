@@ -266,30 +266,92 @@ export class SentinelSet {
   }
 }
 
-/** RedisCluster — three masters (`--cluster-enabled yes`) joined by `redis-cli --cluster create`, no replicas. */
+/**
+ * RedisCluster — three masters (`--cluster-enabled yes`) joined by `redis-cli --cluster create`; with `replicas: 1`,
+ * one replica per master besides (6 nodes: `nodes` holds them all, and a node's role is read from the Cluster, since a
+ * failover swaps them).
+ */
 export class RedisCluster {
   constructor(readonly nodes: RedisServer[]) {}
 
-  /** start — `tls`: the nodes speak only TLS, the Cluster bus too (`--tls-cluster yes`). */
-  static async start(o: { tls?: ServerTls; requirepass?: string } = {}): Promise<RedisCluster> {
+  /**
+   * start — `tls`: the nodes speak only TLS, the Cluster bus too (`--tls-cluster yes`); `replicas`: replicas per master
+   * (0 or 1), attached and in sync before it resolves; `nodeTimeout`: `cluster-node-timeout`, ms (default 5000).
+   */
+  static async start(o: { tls?: ServerTls; requirepass?: string; replicas?: 0 | 1; nodeTimeout?: number } = {}): Promise<RedisCluster> {
     const nodes: RedisServer[] = [];
     const tls = o.tls === undefined ? undefined : { ...o.tls, cluster: true, replication: true };
-    for (let i = 0; i < 3; i++) {
-      nodes.push(await RedisServer.start(['--cluster-enabled', 'yes', '--cluster-config-file', 'nodes.conf', '--cluster-node-timeout', '5000'], true, { tls, requirepass: o.requirepass }));
+    const replicas = o.replicas ?? 0;
+    const auth = o.requirepass === undefined ? [] : ['--masterauth', o.requirepass];
+    for (let i = 0; i < 3 * (1 + replicas); i++) {
+      nodes.push(await RedisServer.start(['--cluster-enabled', 'yes', '--cluster-config-file', 'nodes.conf', '--cluster-node-timeout', String(o.nodeTimeout ?? 5000), '--repl-diskless-sync-delay', '0', ...auth], true, { tls, requirepass: o.requirepass }));
     }
     const c = new RedisCluster(nodes);
     const env = o.requirepass === undefined ? process.env : { ...process.env, REDISCLI_AUTH: o.requirepass };
-    const r = spawnSync('redis-cli', [...(nodes[0].target.tlsArgs ?? []), '--cluster', 'create', ...nodes.map((n) => `127.0.0.1:${n.port}`), '--cluster-replicas', '0', '--cluster-yes'], { encoding: 'utf8', env });
+    const r = spawnSync('redis-cli', [...(nodes[0].target.tlsArgs ?? []), '--cluster', 'create', ...nodes.map((n) => `127.0.0.1:${n.port}`), '--cluster-replicas', String(replicas), '--cluster-yes'], { encoding: 'utf8', env });
     if (r.status !== 0) {
       await c.stop();
       throw new Error(`redis-cli --cluster create failed: ${r.stdout}${r.stderr}`);
     }
     for (let i = 0; i < 400; i++) {
-      if (nodes.every((n) => n.cli('CLUSTER', 'INFO').includes('cluster_state:ok'))) return c;
+      if (nodes.every((n) => n.cli('CLUSTER', 'INFO').includes('cluster_state:ok'))) {
+        if (replicas === 0) return c;
+        if (c.masters().every((m) => c.replicaOf(m) !== undefined) && c.agreed()) {
+          await c.waitReplicated();
+          return c;
+        }
+      }
       await sleep(25);
     }
     await c.stop();
     throw new Error('the cluster did not reach cluster_state:ok');
+  }
+
+  /** masters — the nodes that are masters now (as each says of itself). */
+  masters(): RedisServer[] {
+    return this.nodes.filter((n) => /^role:master$/m.test(n.cli('INFO', 'replication')));
+  }
+
+  /** replicaOf — the replica of `master` (its link up), if any. */
+  replicaOf(master: RedisServer): RedisServer | undefined {
+    const id = this.nodeId(master);
+    return this.nodes.find((n) => {
+      if (n === master) return false;
+      const mine = n.cli('CLUSTER', 'NODES').split('\n').find((l) => l.includes('myself'));
+      return mine !== undefined && mine.split(' ')[3] === id && /master_link_status:up/.test(n.cli('INFO', 'replication'));
+    });
+  }
+
+  /**
+   * agreed — whether every node sees every node in the role it gives itself (a master ignores a manual failover's
+   * request from a replica it does not know as its own yet: right after `--cluster create`, for a few seconds).
+   */
+  agreed(): boolean {
+    const views = this.nodes.map((n) => n.cli('CLUSTER', 'NODES').split('\n').map((l) => l.split(' ')));
+    const truth = new Map(views.map((v) => {
+      const mine = v.find((f) => f[2].includes('myself')) as string[];
+      return [mine[0], mine[3]];
+    }));
+    return views.every((v) => v.length === this.nodes.length && v.every((f) => truth.get(f[0]) === f[3] && !/fail|handshake|noaddr/.test(f[2])));
+  }
+
+  /** waitReplicated — until every replica has everything its master wrote (bounded: 5 s). */
+  async waitReplicated(): Promise<void> {
+    for (let i = 0; i < 200; i++) {
+      let behind = false;
+      for (const n of this.nodes) {
+        const info = n.cli('INFO', 'replication');
+        if (!/^role:slave$/m.test(info)) continue;
+        const port = Number(/master_port:(\d+)/.exec(info)?.[1]);
+        const master = this.nodes.find((m) => m.port === port);
+        const m = Number(/master_repl_offset:(\d+)/.exec(master?.cli('INFO', 'replication') ?? '')?.[1]);
+        const r = Number(/slave_repl_offset:(\d+)/.exec(info)?.[1]);
+        if (!/master_link_status:up/.test(info) || !(r >= m)) behind = true;
+      }
+      if (!behind) return;
+      await sleep(25);
+    }
+    throw new Error('the replicas did not catch up within 5 s');
   }
 
   /** startupNodes — what ioredis's Cluster takes. */

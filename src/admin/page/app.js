@@ -305,11 +305,15 @@
     }
   }
 
+  // panels — the refreshers other scripts of the page add (store.js): run on every tick, with this file's helpers
+  const panels = [];
+  window.ratekeeperAdmin = { api, el, panel: (refresh) => { panels.push(refresh); refresh().catch((e) => status(e.message, true)); } };
+
   let ticks = 0;
   async function tick() {
     try {
       // the chart every second; the lists every other (on a Redis Cluster a listing asks every slot)
-      await Promise.all([refreshStats(), ticks++ % 2 === 0 ? refreshLists() : null]);
+      await Promise.all([refreshStats(), ticks++ % 2 === 0 ? refreshLists() : null, ...panels.map((refresh) => refresh())]);
       if ($('status').className !== 'error') status(`Updated ${new Date().toLocaleTimeString()}.`);
     } catch (e) {
       status(e.message, true);

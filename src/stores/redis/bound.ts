@@ -13,7 +13,7 @@ import { type Scanner } from './retime.js';
 import { encodeKey } from './keys.js';
 import { Call, StoreUnavailableError, learnOffset, type Budget, type Calls, type ScriptText } from './call.js';
 import type { RedisClient } from './client.js';
-import type { CheckSend } from './wire.js';
+import type { BatchSend, CheckSend } from './wire.js';
 import type { OnError } from './options.js';
 import { ReplyReader } from './reply.js';
 import { Fallback, unavailable, type FleetShare } from './fallback.js';
@@ -44,6 +44,7 @@ export interface BoundHost {
   readonly isCluster: boolean;
   readonly evalshaBuffer: CheckSend;
   readonly evalBuffer: CheckSend;
+  readonly batchBuffer: BatchSend;
   cork(): void;
   /** batcher — the hot keys' batches of this tick (batch.ts), undefined when `batch: false`. */
   readonly batcher: BatchSink | undefined;
@@ -102,9 +103,15 @@ export class RedisBound implements BoundStore {
     return this.fallback?.table;
   }
 
+  /** memoKey, memoRedisKey — the previous client's key and its Redis key (a hot key's next check reuses it). */
+  private memoKey: string | undefined;
+  private memoRedisKey = '';
+
   /** redisKey — the client's key in Redis. */
   redisKey(key: string): string {
-    return this.keyHead + encodeKey(key) + this.keyTail;
+    if (key === this.memoKey) return this.memoRedisKey;
+    this.memoKey = key;
+    return (this.memoRedisKey = this.keyHead + encodeKey(key) + this.keyTail);
   }
 
   evaluate(key: string, cost: number, now: number | undefined): Promise<Decision> {
@@ -265,6 +272,31 @@ export class RedisBound implements BoundStore {
 }
 
 /**
+ * answerCheck — a check's reply (bytes[at, end): one check's) to its Decision: read by the policy's reader, learnt by
+ * the 'memory' fallback, an automatic block started when its rules refused; an unreadable reply is a store failure.
+ */
+export function answerCheck(
+  b: RedisBound, key: string, cost: number, now: number | undefined, bytes: Buffer, at: number, end: number, resolve: (d: Decision) => void,
+): void {
+  let d: Decision;
+  b.store.failing = false;
+  const fallback = b.fallback;
+  try {
+    d = b.reply.decision(bytes, at, end);
+    if (fallback !== undefined) fallback.learn(key, now, at === 0 && end === bytes.length ? bytes : bytes.subarray(at, end), b.reply);
+  } catch (e) {
+    resolve(b.failed(new StoreUnavailableError(`unreadable reply: ${e instanceof Error ? e.message : String(e)}`, e), key, cost, now));
+    return;
+  }
+  const policy = b.policy;
+  if (policy.blockFor > 0 && policy.autoBlocks(d, cost) && bytes.readDoubleLE(at) === 0) {
+    b.autoBlock(key, now, at === 0 && end === bytes.length ? bytes : bytes.subarray(at, end), d).then(resolve);
+    return;
+  }
+  resolve(d);
+}
+
+/**
  * CheckCall — one check in flight on the store's call mechanism: settles once, with the script's decision (and the
  * policy's automatic block when its rules refused), or the failure policy's when Redis errs or the deadline passes.
  * Every reply, even a late one, teaches its server's clock offset (deadlines).
@@ -293,22 +325,7 @@ export class CheckCall extends Call {
 
   answer(v: unknown): void {
     const reply = v as Buffer;
-    const b = this.bound;
-    let d: Decision;
-    b.store.failing = false;
-    try {
-      d = b.reply.decision(reply);
-      b.fallback?.learn(this.key, this.now, reply, b.reply);
-    } catch (e) {
-      this.resolve(b.failed(new StoreUnavailableError(`unreadable reply: ${e instanceof Error ? e.message : String(e)}`, e), this.key, this.cost, this.now));
-      return;
-    }
-    const policy = b.policy;
-    if (policy.blockFor > 0 && policy.autoBlocks(d, this.cost) && reply.readDoubleLE(0) === 0) {
-      b.autoBlock(this.key, this.now, reply, d).then(this.resolve);
-      return;
-    }
-    this.resolve(d);
+    answerCheck(this.bound, this.key, this.cost, this.now, reply, 0, reply.length, this.resolve);
   }
 
   fail(e: Error): void {

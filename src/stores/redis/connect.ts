@@ -142,12 +142,14 @@ export function classify(e: unknown): 'auth' | 'tls' | undefined {
  * waitReady — resolves once the client is ready (connected, logged in; a Cluster with its slot table; a Sentinel
  * client on its master). Rejects with a RedisConnectError at once when the servers refuse the password or the TLS
  * handshake fails (an error of configuration: waiting would not help), and after `timeout` ms (`unreachable`, with
- * the last network error) when nothing answered. `secrets` are masked out of every message.
+ * the last network error) when nothing answered. `secrets` are masked out of every message. `onNetworkError`, when
+ * given, is called at the first network error and may name a refusal (a 'tls' failure at once).
  */
-export function waitReady(client: IoredisClient, timeout: number, secrets: readonly (string | undefined)[] = [], sentinel = false): Promise<void> {
+export function waitReady(client: IoredisClient, timeout: number, secrets: readonly (string | undefined)[] = [], sentinel = false, onNetworkError?: () => Promise<string | undefined>): Promise<void> {
   if (client.status === 'ready') return Promise.resolve();
   return new Promise((resolve, reject) => {
     let last: unknown;
+    let looked = false;
     const done = (e?: RedisConnectError): void => {
       clearTimeout(timer);
       client.off('ready', onReady);
@@ -166,6 +168,14 @@ export function waitReady(client: IoredisClient, timeout: number, secrets: reado
       if (kind === 'auth') done(new RedisConnectError(viaSentinels ? 'sentinel-auth' : 'auth', msg));
       else if (kind === 'tls') done(new RedisConnectError('tls', msg));
       else if (viaSentinels && /No such master/i.test(msg)) done(new RedisConnectError('sentinel-master', msg));
+      else if (onNetworkError !== undefined && !looked) {
+        // a network error may be a refusal in disguise (mutual TLS answers a missing certificate with a reset): look
+        // once, now, rather than after the client's retries have used up the timeout
+        looked = true;
+        void onNetworkError().then((why) => {
+          if (why !== undefined) done(new RedisConnectError('tls', redactSecrets(why, secrets)));
+        }, () => undefined);
+      }
     };
     const timer = setTimeout(() => {
       const why = last === undefined ? 'no answer' : redactSecrets(last instanceof Error ? last.message : String(last), secrets);

@@ -45,10 +45,13 @@ export class ReplyReader {
   readonly measures: Uint8Array;
   /** rulesBytes — the bytes of the outcome and the rules' parts. */
   readonly rulesBytes: number;
+  /** replyBytes — the length of a reply without an override (outcome 0 or 1): the rules' part and the clock. */
+  readonly replyBytes: number;
 
   constructor(readonly policy: Policy) {
     this.measures = new Uint8Array(policy.rules.map((r) => measureOf(r.algorithm)));
     this.rulesBytes = 8 * HEAD_DOUBLES + this.measures.reduce((a, m) => a + ruleBytes(m as Measure), 0);
+    this.replyBytes = this.rulesBytes + 8 * TAIL_DOUBLES;
   }
 
   /** kind — the outcome: 0 refused, 1 admitted, 2 blocked, 3 exempt. */
@@ -75,14 +78,14 @@ export class ReplyReader {
     return reply.length > j + 24 ? reply.toString('utf8', j + 25) : undefined;
   }
 
-  /** decision — the Decision a reply says, built by the policy's shared code. */
-  decision(reply: Buffer): Decision {
+  /** decision — the Decision a reply says, built by the policy's shared code (a batch's replies share one buffer: the reply is reply[at, end)). */
+  decision(reply: Buffer, at = 0, end = reply.length): Decision {
     const policy = this.policy;
     const rules = policy.rules;
     const measures = this.measures;
     const count = rules.length;
     const outcomes = new Array<RuleOutcome>(count);
-    let j = 8 * HEAD_DOUBLES;
+    let j = at + 8 * HEAD_DOUBLES;
     for (let i = 0; i < count; i++) {
       const c = rules[i];
       const m = measures[i];
@@ -93,10 +96,10 @@ export class ReplyReader {
       );
       j += m === NONE ? 32 : 40;
     }
-    const kind = reply.readDoubleLE(0);
+    const kind = reply.readDoubleLE(at);
     if (kind < 2) return policy.finish(outcomes, kind === 1);
     const override: Override = { kind: kind === 2 ? 'block' : 'exempt', until: reply.readDoubleLE(j + 8) };
-    if (reply.length > j + 24) override.reason = reply.toString('utf8', j + 25);
+    if (end > j + 24) override.reason = reply.toString('utf8', j + 25, end);
     return policy.overrideDecision(outcomes, override, reply.readDoubleLE(j));
   }
 }

@@ -15,7 +15,7 @@ import type { Placement } from './listing.js';
 import { lengthens, retime } from './retime.js';
 import { encodeKey, keySlot } from './keys.js';
 import type { RedisClient } from './client.js';
-import { Corker, checkSenders, clientOf, isClusterClient, masterOf, type CheckSend } from './wire.js';
+import { Corker, checkSenders, clientOf, isClusterClient, masterOf, type BatchSend, type CheckSend } from './wire.js';
 import { checkShape, readSettings, type OnError, type RedisStoreOptions } from './options.js';
 import { Calls, StoreUnavailableError, type Budget, type ScriptText } from './call.js';
 import { waiter, type Waiter } from './wait.js';
@@ -53,12 +53,16 @@ export class RedisStore implements Store, BoundHost {
   readonly fleet: Fleet | undefined;
   /** failing — whether the latest check was answered by the failure policy (set by noteFailure, cleared by a check's reply). */
   failing = false;
+  /** failingSince — when `failing` last turned true (ms since the epoch): the fallback's start, for the operators' view. */
+  failingSince = 0;
   readonly coalesce: boolean;
   /** batcher — the plain checks of one key in one tick, sent as one script call (batch.ts; option `batch`, on by default). */
   readonly batcher: Batcher | undefined;
   /** evalshaBuffer, evalBuffer — send a check's command (one key; now, cost, deadline), the reply kept as bytes. */
   readonly evalshaBuffer: CheckSend;
   readonly evalBuffer: CheckSend;
+  /** batchBuffer — sends a batch's command (batch.ts) by the same road, the reply kept as bytes. */
+  readonly batchBuffer: BatchSend;
   /** waitFor — with `wait`: a write's promise joined with the WAIT sent right behind it (undefined: no WAIT). */
   readonly waitFor: ((p: Promise<unknown>) => Promise<unknown>) | undefined;
   /** index — the index of blocks and exemptions, and its listing (overrides.ts). */
@@ -73,7 +77,7 @@ export class RedisStore implements Store, BoundHost {
     const s = readSettings(options, c);
     this.client = c;
     this.nodeOf = masterOf(c);
-    ({ evalshaBuffer: this.evalshaBuffer, evalBuffer: this.evalBuffer } = checkSenders(c));
+    ({ evalshaBuffer: this.evalshaBuffer, evalBuffer: this.evalBuffer, batchBuffer: this.batchBuffer } = checkSenders(c));
     this.prefix = s.prefix;
     this.timeout = s.timeout;
     this.onError = s.onError;
@@ -158,7 +162,7 @@ export class RedisStore implements Store, BoundHost {
 
   attach(policy: Policy, namespace = ''): RedisBound {
     const lf = this.localFirst;
-    if (lf !== undefined && LocalBound.eligible(policy)) {
+    if (lf !== undefined) {
       let m = this.locals.get(policy);
       if (m === undefined) this.locals.set(policy, (m = new Map()));
       let b = m.get(namespace);
@@ -318,6 +322,7 @@ export class RedisStore implements Store, BoundHost {
   /** noteFailure — counts a failure and remembers why. */
   noteFailure(e: unknown): void {
     this.failures++;
+    if (!this.failing) this.failingSince = Date.now();
     this.failing = true;
     this.lastError = e instanceof Error ? e : new Error(String(e));
   }

@@ -53,11 +53,17 @@ export function masterOf(c: RedisClient): ((slot: number) => string | undefined)
 export type CheckSend = (shaOrText: string, key: string, now: string | undefined, cost: string, deadline: string | undefined) => Promise<unknown>;
 
 /**
- * checkSenders — how a check is sent on `c`: one ioredis Command through sendCommand when ioredis is there (the
+ * BatchSend — sends a batch's command (EVALSHA, or EVAL when `text`, of one key and its ARGV, batch.ts), the reply
+ * kept as bytes.
+ */
+export type BatchSend = (text: boolean, shaOrText: string, key: string, args: string[]) => Promise<unknown>;
+
+/**
+ * checkSenders — how a check (and a batch: batchBuffer, the same road) is sent on `c`: one ioredis Command through sendCommand when ioredis is there (the
  * leanest path, and it leaves batching to the store's coalescing); else the client's evalshaBuffer (callBuffer loses
  * the command's name under ioredis auto-pipelining); else callBuffer. The common check (server clock, cost 1) sends no ARGV.
  */
-export function checkSenders(c: RedisClient): { evalshaBuffer: CheckSend; evalBuffer: CheckSend } {
+export function checkSenders(c: RedisClient): { evalshaBuffer: CheckSend; evalBuffer: CheckSend; batchBuffer: BatchSend } {
   const args = (head: string, key: string, now: string | undefined, cost: string, deadline: string | undefined): string[] =>
     deadline !== undefined ? [head, '1', key, now ?? '', cost, deadline] : now === undefined && cost === '1' ? [head, '1', key] : [head, '1', key, now ?? '', cost];
   const direct = c as RedisClient & { sendCommand?: (command: object) => Promise<unknown>; options?: { keyPrefix?: string } };
@@ -69,17 +75,20 @@ export function checkSenders(c: RedisClient): { evalshaBuffer: CheckSend; evalBu
     return {
       evalshaBuffer: (sha, key, now, cost, dl) => direct.sendCommand!(new Cmd('evalsha', args(sha, key, now, cost, dl), opts)),
       evalBuffer: (text, key, now, cost, dl) => direct.sendCommand!(new Cmd('eval', args(text, key, now, cost, dl), opts)),
+      batchBuffer: (text, script, key, a) => direct.sendCommand!(new Cmd(text ? 'eval' : 'evalsha', [script, '1', key, ...a], opts)),
     };
   }
   if (typeof methods.evalshaBuffer === 'function' && typeof methods.evalBuffer === 'function') {
     return {
       evalshaBuffer: (sha, key, now, cost, dl) => methods.evalshaBuffer!(...args(sha, key, now, cost, dl)),
       evalBuffer: (text, key, now, cost, dl) => methods.evalBuffer!(...args(text, key, now, cost, dl)),
+      batchBuffer: (text, script, key, a) => (text ? methods.evalBuffer!(script, '1', key, ...a) : methods.evalshaBuffer!(script, '1', key, ...a)),
     };
   }
   return {
     evalshaBuffer: (sha, key, now, cost, dl) => c.callBuffer('EVALSHA', ...args(sha, key, now, cost, dl)),
     evalBuffer: (text, key, now, cost, dl) => c.callBuffer('EVAL', ...args(text, key, now, cost, dl)),
+    batchBuffer: (text, script, key, a) => c.callBuffer(text ? 'EVAL' : 'EVALSHA', script, '1', key, ...a),
   };
 }
 

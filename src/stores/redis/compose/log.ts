@@ -21,7 +21,8 @@ export function logShape(rules: readonly RuleConfig[]): LogShape {
 /**
  * LogCode — the log's lines of the body: `fetch` (reads the head), `reread`, `whole`, `unwrap` (while an override's
  * header is read and dropped), `head` (decodes the log's header), `charge` (files the request, in the charge block),
- * `refund` (gives back a charge; none unless the script refunds), `store` and `storeLive` (write it back).
+ * `refund` (gives back a charge; none unless the script refunds), `store` and `storeLive` (write it back); the
+ * value's head as packed and read (`stateHead`, `headBytes`: the local-first sync stores a rebuilt log at once).
  */
 export interface LogCode {
   readonly fetch: string;
@@ -33,6 +34,9 @@ export interface LogCode {
   readonly refund: readonly string[];
   readonly store: string;
   readonly storeLive: string;
+  /** stateHead — the value's head as packed ('n', the state, the log's header); headBytes — the bytes of a value the script reads first. */
+  readonly stateHead: string;
+  readonly headBytes: number;
 }
 
 /**
@@ -63,5 +67,7 @@ export function logCode(rules: readonly RuleConfig[], state: readonly string[], 
     refund: refunds ? ['-- the shared sliding log', ...(strict ? ['if not leakyOnly then', refund, 'end'] : ['do', refund, 'end'])] : [],
     store: render('slidingLog', 'store', vars),
     storeLive: render('slidingLog', 'store_live', vars),
+    stateHead: vars.STATE_HEAD,
+    headBytes: head,
   };
 }

@@ -3,18 +3,21 @@
  * decided on an in-process copy by the core's own Policy (as the memory store decides), and the charges made here
  * are sent to Redis by the policy's sync script (script.ts, lua/localFirst.lua) when the client has `maxUnsynced`
  * units Redis has not seen or after `flushEvery`, whichever is first, many clients per call; the reply (the global
- * state) replaces the copy, and the charges made since that flush was sent are replayed onto it. docs/fleet.md
- * states the bound and derives it.
+ * state, with a policy's sliding log) replaces the copy, and the charges made since that flush was sent are replayed
+ * onto it. A refusal that starts the policy's automatic block is honoured here at once and written as the exact mode
+ * writes it. docs/fleet.md states the bound and derives it.
  * Long because the copy's life is one state machine (decide, charge, schedule, send, answer, fail, refetch after an
  * exact-mode write) whose steps share its fields; split, each file would reach into the others' invariants.
  */
 import type { Decision, Override } from '../../../core/types.js';
 import type { Policy } from '../../../core/policy.js';
+import type { Log } from '../../../core/algorithms/slidingLog.js';
 import type { OverrideRequest } from '../../types.js';
 import { RedisBound, type BoundHost } from '../bound.js';
 import { slotOf } from '../slot.js';
 import { StoreUnavailableError } from '../call.js';
 import { syncScript, type SyncScript } from './script.js';
+import { fillLog, logFits, MAX_CHARGES, CALL_CHARGES } from './logCopy.js';
 import type { LocalFirstSettings } from './options.js';
 import { KEEP, type LocalHub } from './stats.js';
 
@@ -32,6 +35,19 @@ interface Flight {
 /** GLOBAL — error replies about the server, not one client's keys: a call that fails with one is not split client by client. */
 const GLOBAL = /^(OOM|READONLY|BUSY|LOADING|MASTERDOWN|NOREPLICAS|CLUSTERDOWN|MISCONF|NOSCRIPT|TRYAGAIN|MOVED|ASK|CROSSSLOT|NOPERM|NOAUTH|WRONGPASS)\b/;
 
+/**
+ * tryAgain — whether a failed sync call met its slot mid-migration: Redis answered TRYAGAIN (a script's keys not all on
+ * the node serving it), as such (node-redis) or after the client's own retries ran out (ioredis: "Too many Cluster
+ * redirections", its last error TRYAGAIN or the ASK or MOVED of the bounces between).
+ */
+function tryAgain(e: unknown): boolean {
+  for (let x = e, i = 0; x instanceof Error && i < 4; x = x.cause, i++) if (/\bTRYAGAIN\b|Too many Cluster redirections/.test(x.message)) return true;
+  return false;
+}
+
+/** MOVING_HOLD — ms a slot whose sync met TRYAGAIN is held as migrating (unless a sync of it succeeds first). */
+const MOVING_HOLD = 1000;
+
 /** clientError — whether a failed sync call was refused by Redis for something a client's keys may cause alone (an error reply not about the server). */
 function clientError(e: unknown): boolean {
   const cause = e instanceof Error ? (e.cause as { name?: unknown; message?: unknown } | undefined) : undefined;
@@ -46,6 +62,14 @@ function clientError(e: unknown): boolean {
  */
 class Copy {
   synced = -Infinity;
+  /**
+   * big — performance.now() when a sync answered that the client's sliding log has too many entries near a window's
+   * edge to return (script.ts LOG_COPY): its checks are the exact mode's until flushEvery later, when the next one
+   * fetches it again; 0: none.
+   */
+  big = 0;
+  /** at — the latest time a check of this client was decided or asked at (ms, the checks' clock): sent with each sync. */
+  at = 0;
   /** must — the copy lacks a write made outside the sync (an exact check, an override, a reset): refetched before any decision, whatever `cold` says. */
   must = false;
   /** mustSince — performance.now() when `must` was set (again when an exact-mode check of the client settles): a sync sent after it clears it. */
@@ -58,7 +82,8 @@ class Copy {
   debt = false;
   /** waiters — checks waiting for the in-flight (or next) sync's answer. */
   waiters: { resolve: () => void; reject: (e: unknown) => void }[] = [];
-  constructor(readonly state: Float64Array) {}
+  /** log — the shared sliding log, for a policy with slidingLog rules (the global one as synced, charges since replayed). */
+  constructor(readonly state: Float64Array, readonly log: Log | undefined) {}
   get unseen(): number {
     return this.unsentUnits + (this.inflight?.units ?? 0) + (this.retry?.units ?? 0);
   }
@@ -81,6 +106,13 @@ export class LocalBound extends RedisBound {
    * fresh (a check re-sent after NOSCRIPT reaches Redis behind syncs sent later, whose state lacks its charge).
    */
   private readonly exacting = new Map<string, number>();
+  /**
+   * moving — Cluster slots whose sync met TRYAGAIN (mid-migration), until when (performance.now() ms). A sync carries
+   * two keys per client, and a node serving a migrating slot runs a script only if it holds all of them — never for a
+   * client with no state yet — while the exact mode's check (one key) follows the ASK. So a client of such a slot with
+   * nothing unseen is decided by the exact mode instead of fetching.
+   */
+  private readonly moving = new Map<number, number>();
   /** due — clients with unsent charges, by when they must be sent (performance.now() ms), in that order. */
   private readonly due = new Map<string, number>();
   /** urgent — clients to sync at the end of this tick. */
@@ -94,6 +126,9 @@ export class LocalBound extends RedisBound {
   private readonly every: number;
   private readonly fresh: boolean;
   private readonly maxKeys: number;
+  /** cells — the entries the copies' sliding logs have room for, summed (their buffers: 16 bytes each), kept under maxLogEntries. */
+  private cells = 0;
+  private readonly maxCells: number;
   /** retired — detach() released this bound: every check is the exact mode's, and the copies go once their charges are answered (retire). */
   private retired = false;
   /** closed — close() ran: the retirement stops waiting; wake — ends its pause between two flush attempts early. */
@@ -107,11 +142,7 @@ export class LocalBound extends RedisBound {
     this.every = settings.flushEvery;
     this.fresh = settings.cold === 'fresh';
     this.maxKeys = settings.maxKeys;
-  }
-
-  /** eligible — whether a policy is decided locally: no slidingLog rule (its log is not replayed), no automatic block. */
-  static eligible(policy: Policy): boolean {
-    return !policy.hasLog && policy.blockFor === 0;
+    this.maxCells = settings.maxLogEntries;
   }
 
   override evaluate(key: string, cost: number, now: number | undefined): Promise<Decision> {
@@ -123,7 +154,7 @@ export class LocalBound extends RedisBound {
 
   /** ready — whether `c` may decide a request of `cost` now: fresh enough, and the charge within the budget. */
   private ready(c: Copy, cost: number, p: number): boolean {
-    if (c.must || (p - c.synced > this.every && !this.fresh)) return false;
+    if (c.must || c.big !== 0 || (p - c.synced > this.every && !this.fresh) || c.unsent.length >= 3 * MAX_CHARGES) return false;
     const unseen = c.unseen;
     return unseen === 0 ? cost <= this.m : unseen + cost <= this.m;
   }
@@ -145,11 +176,17 @@ export class LocalBound extends RedisBound {
           c.synced = performance.now();
         }
       }
-      if (this.ready(c, cost, performance.now())) return this.decide(key, c, cost, now);
-      if ((cost > this.m || attempt >= ATTEMPTS) && c.unseen === 0) return this.exact(key, c, cost, now);
+      const p = performance.now();
+      if (this.ready(c, cost, p)) return this.decide(key, c, cost, now);
+      // a log that could not be copied: the exact mode decides until flushEvery after the sync that said so (then a fetch)
+      if (c.big !== 0 && p - c.big <= this.every && c.unseen === 0) return this.exactWithout(key, cost, now);
+      if ((cost > this.m || attempt >= ATTEMPTS || this.isMoving(key)) && c.unseen === 0) return this.exact(key, c, cost, now);
+      c.at = now ?? this.hub.now();
       try {
         await this.awaitSync(key, c);
       } catch (e) {
+        // its slot is migrating: the exact mode can still decide a client with nothing unseen
+        if (c.unseen === 0 && tryAgain(e)) return this.exact(key, c, cost, now);
         return this.failed(e, key, cost, now);
       }
     }
@@ -167,12 +204,30 @@ export class LocalBound extends RedisBound {
     return this.exactWithout(key, cost, now);
   }
 
-  /** decide — the decision on the copy, by the core's Policy; what it charged is kept to be sent. */
-  private decide(key: string, c: Copy, cost: number, now: number | undefined): Decision {
+  /** isMoving — whether `key`'s slot met TRYAGAIN less than MOVING_HOLD ago (a Cluster slot mid-migration). */
+  private isMoving(key: string): boolean {
+    if (this.moving.size === 0) return false;
+    const slot = slotOf(this.redisKey(key));
+    const until = this.moving.get(slot);
+    if (until === undefined) return false;
+    if (until > performance.now()) return true;
+    this.moving.delete(slot);
+    return false;
+  }
+
+  /**
+   * decide — the decision on the copy, by the core's Policy; what it charged is kept to be sent. A refusal that starts
+   * the policy's automatic block resolves once the block is written (autoBlock).
+   */
+  private decide(key: string, c: Copy, cost: number, now: number | undefined): Decision | Promise<Decision> {
     const t = now ?? this.hub.now();
+    c.at = t;
     const ov = c.override !== undefined && c.override.until > t ? c.override : undefined;
     const policy = this.policy;
-    const d = policy.evaluate(c.state, 0, undefined, t, cost, ov);
+    const log = c.log;
+    const cap = log === undefined ? 0 : log.cap;
+    const d = policy.evaluate(c.state, 0, log, t, cost, ov);
+    if (log !== undefined && log.cap !== cap) this.grew(log.cap - cap);
     if (cost > 0 && ov === undefined) {
       const r = d.reason;
       if (r === 'allowed') this.charge(key, c, t, cost, 1);
@@ -183,7 +238,31 @@ export class LocalBound extends RedisBound {
       this.copies.set(key, c);
       this.lastKey = key;
     }
+    if (ov === undefined && policy.blockFor > 0 && policy.autoBlocks(d, cost)) return this.autoBlockHere(key, c, t, now, d);
     return d;
+  }
+
+  /**
+   * autoBlockHere — a refusal on the copy starts the policy's automatic block: this instance honours it at once (the
+   * copy's override), and writes it as the exact mode does (the override call with ifNone: a block or exemption in
+   * force is kept), after this client's unsynced charges (setOverride settles them first); the other instances learn
+   * it at their next sync. Resolves to `d`, its retryAfter the block's end — the rules' own when the write fails (the
+   * copy's block is then withdrawn).
+   */
+  private autoBlockHere(key: string, c: Copy, t: number, now: number | undefined, d: Decision): Promise<Decision> {
+    const policy = this.policy;
+    const rules = d.retryAfter;
+    const reason = policy.autoBlocked(d);
+    const mine: Override = { kind: 'block', until: t + policy.blockFor, reason };
+    c.override = mine;
+    return this.setOverride(key, { kind: 'block', for: policy.blockFor, reason, ifNone: true }, now).then(
+      () => d,
+      () => {
+        if (c.override === mine) c.override = undefined;
+        d.retryAfter = rules;
+        return d;
+      },
+    );
   }
 
   /** charge — files a charge to be sent: at once past the budget, else by flushEvery from the first unsent one. */
@@ -191,37 +270,51 @@ export class LocalBound extends RedisBound {
     c.unsent.push(t, cost, flag);
     c.unsentUnits += cost;
     this.hub.stats.unsynced += cost;
-    if (c.unseen >= this.m) this.soon(key);
+    if (c.unseen >= this.m || c.unsent.length >= 3 * MAX_CHARGES) this.soon(key);
     else if (!this.due.has(key)) this.schedule(key, performance.now() + this.every);
   }
 
   /** insert — a new copy (a fresh client's state until a sync says otherwise); the caller made room (room()). */
   private insert(key: string): Copy {
-    const c = new Copy(new Float64Array(Math.max(1, this.policy.stateSize)));
+    const c = new Copy(new Float64Array(Math.max(1, this.policy.stateSize)), this.policy.newLog());
+    if (c.log !== undefined) this.grew(c.log.cap);
     this.copies.set(key, c);
     this.hub.stats.copies++;
     return c;
   }
 
   /**
-   * room — whether another copy fits under maxKeys, after dropping the least recently used idle ones (nothing unsynced,
-   * nothing in flight) among the 16 oldest; the oldest with unsynced charges are sent at once (idle once answered).
+   * room — whether another copy fits under maxKeys (and the copies' logs under maxLogEntries), after dropping the least
+   * recently used idle ones (nothing unsynced, nothing in flight) among the 16 oldest; the oldest with unsynced charges
+   * are sent at once (idle once answered).
    */
   private room(): boolean {
-    if (this.copies.size < this.maxKeys) return true;
+    if (this.copies.size < this.maxKeys && this.cells < this.maxCells) return true;
     let looked = 0;
     for (const [k, old] of this.copies) {
-      if (this.copies.size < this.maxKeys || looked++ >= 16) break;
+      if ((this.copies.size < this.maxKeys && this.cells < this.maxCells) || looked++ >= 16) break;
       if (old.unseen === 0 && old.inflight === undefined && old.waiters.length === 0) {
-        this.copies.delete(k);
-        this.hub.stats.copies--;
-        if (old.debt) this.hub.stats.debt--;
-        if (k === this.lastKey) this.lastKey = undefined;
+        this.drop(k, old);
       } else {
         this.soon(k);
       }
     }
-    return this.copies.size < this.maxKeys;
+    return this.copies.size < this.maxKeys && this.cells < this.maxCells;
+  }
+
+  /** grew — the copies' logs have room for `d` more entries. */
+  private grew(d: number): void {
+    this.cells += d;
+    this.hub.stats.logEntries += d;
+  }
+
+  /** drop — forgets `k`'s copy (idle: nothing unsynced or in flight). */
+  private drop(k: string, old: Copy): void {
+    this.copies.delete(k);
+    this.hub.stats.copies--;
+    if (old.debt) this.hub.stats.debt--;
+    if (old.log !== undefined) this.grew(-old.log.cap);
+    if (k === this.lastKey) this.lastKey = undefined;
   }
 
   /**
@@ -333,6 +426,7 @@ export class LocalBound extends RedisBound {
       if (c.debt) stats.debt--;
     }
     this.copies.clear();
+    this.grew(-this.cells);
     this.due.clear();
     this.urgent.clear();
     this.lastKey = undefined;
@@ -353,6 +447,8 @@ export class LocalBound extends RedisBound {
     const keys = this.urgent;
     this.urgent = new Set();
     const groups = new Map<number, string[]>();
+    /** carried — the charges each group's call carries so far (at most CALL_CHARGES: the call's ARGV is bounded). */
+    const carried = new Map<number, number>();
     const cluster = this.store.isCluster;
     const p = performance.now();
     for (const key of keys) {
@@ -377,13 +473,16 @@ export class LocalBound extends RedisBound {
         continue;
       }
       const g = cluster ? slotOf(this.redisKey(key)) : 0;
+      const count = f.charges.length / 3;
       let list = groups.get(g);
-      if (list === undefined || list.length >= BATCH) {
-        if (list !== undefined) this.send(list);
+      if (list === undefined || list.length >= BATCH || (carried.get(g) as number) + count > CALL_CHARGES) {
+        if (list !== undefined && list.length > 0) this.send(list);
         list = [];
         groups.set(g, list);
+        carried.set(g, 0);
       }
       list.push(key);
+      carried.set(g, (carried.get(g) as number) + count);
     }
     for (const list of groups.values()) if (list.length > 0) this.send(list);
   }
@@ -391,7 +490,7 @@ export class LocalBound extends RedisBound {
   /** send — one sync call for these clients (each with its flight in c.inflight; `given`: their copies, else looked up). */
   private send(keys: string[], given?: Copy[]): void {
     const redisKeys: string[] = [];
-    const args: string[] = [this.hub.id, String(KEEP), ''];
+    const args: string[] = [this.hub.id, String(KEEP), String(this.every)];
     const copies: Copy[] = [];
     for (let i = 0; i < keys.length; i++) {
       const key = keys[i];
@@ -400,7 +499,7 @@ export class LocalBound extends RedisBound {
       const rk = this.redisKey(key);
       redisKeys.push(rk, `${rk}~s`);
       const f = c.inflight as Flight;
-      args.push(String(f.seq), String(f.charges.length / 3));
+      args.push(String(f.seq), String(f.charges.length / 3), String(c.at));
       for (let i = 0; i < f.charges.length; i++) args.push(String(f.charges[i]));
     }
     const sent = performance.now();
@@ -409,14 +508,15 @@ export class LocalBound extends RedisBound {
       (reply) => {
         const at = performance.now();
         this.hub.latency(at - sent);
+        if (this.moving.size > 0) this.moving.delete(slotOf(redisKeys[0])); // the slot's syncs run again
         // a reply not in the sync's shape (a proxy, a server that is not Redis): that client's flush failed (retried as is)
         const list: unknown[] = Array.isArray(reply) ? reply : [];
-        const least = 32 + 8 * this.syncer.redisSize;
+        const least = 32 + 8 * this.syncer.redisSize + (this.syncer.hasLog ? 16 : 0);
         let bad: StoreUnavailableError | undefined;
         for (let i = 0; i < keys.length; i++) {
           const r = list[i];
           const kind = Buffer.isBuffer(r) && r.length >= least ? r.readDoubleLE(0) : 0;
-          if (kind === 1 || kind === 2 || kind === 3) {
+          if ((kind === 1 || kind === 2 || kind === 3) && (!this.syncer.hasLog || logFits(r as Buffer, least - 16))) {
             this.answered(keys[i], copies[i], r as Buffer, at);
             continue;
           }
@@ -431,6 +531,7 @@ export class LocalBound extends RedisBound {
       (e: unknown) => {
         this.hub.stats.failures++;
         this.store.noteFailure(e);
+        if (this.store.isCluster && tryAgain(e)) this.moving.set(slotOf(redisKeys[0]), performance.now() + MOVING_HOLD);
         const mine = clientError(e);
         // one client's keys may have failed the whole call (Redis runs the script to its first error): each is sent
         // alone, with the same flight (a client applied before the error is then a duplicate, applied once)
@@ -450,6 +551,8 @@ export class LocalBound extends RedisBound {
   private answered(key: string, c: Copy, r: Buffer, at: number): void {
     const f = c.inflight as Flight;
     c.inflight = undefined;
+    // Redis answers again: the 'memory' fallback is over (as a check's reply ends it in the exact mode)
+    this.store.failing = false;
     const stats = this.hub.stats;
     const kind = r.readDoubleLE(0);
     const until = r.readDoubleLE(8);
@@ -465,8 +568,16 @@ export class LocalBound extends RedisBound {
     const pick = this.syncer.pick;
     const s = c.state;
     for (let i = 0; i < pick.length; i++) s[i] = r.readDoubleLE(32 + 8 * pick[i]);
+    let end = 32 + 8 * this.syncer.redisSize;
+    const log = c.log;
+    if (log !== undefined) {
+      const cap = log.cap;
+      const count = fillLog(log, r, end);
+      end += 16 + 16 * Math.max(0, count);
+      this.grew(log.cap - cap);
+      c.big = count < 0 ? at : 0;
+    }
     if (kind > 1) {
-      const end = 32 + 8 * this.syncer.redisSize;
       const o: Override = { kind: kind === 2 ? 'block' : 'exempt', until };
       if (r.length > end) o.reason = r.toString('utf8', end + 1);
       c.override = o;
@@ -474,10 +585,11 @@ export class LocalBound extends RedisBound {
       c.override = undefined;
     }
     const u = c.unsent;
-    for (let i = 0; i < u.length; i += 3) this.policy.force(s, 0, u[i], u[i + 1], u[i + 2] === 1);
+    const replay = c.big === 0 ? log : undefined;
+    for (let i = 0; i < u.length; i += 3) this.policy.force(s, 0, u[i], u[i + 1], u[i + 2] === 1, replay);
     c.synced = f.sent;
     if (f.sent >= c.mustSince && !this.exacting.has(key)) c.must = false;
-    const debt = !this.policy.verdict(s, 0, undefined, this.hub.now(), 1, undefined);
+    const debt = c.big === 0 && !this.policy.verdict(s, 0, log, this.hub.now(), 1, undefined);
     if (debt !== c.debt) {
       stats.debt += debt ? 1 : -1;
       c.debt = debt;
@@ -486,6 +598,7 @@ export class LocalBound extends RedisBound {
     c.waiters = [];
     for (const w of waiters) w.resolve();
     if (c.retry !== undefined || c.unseen >= this.m) this.soon(key);
+    if (this.cells > this.maxCells) this.room();
   }
 
   /** failedSync — a sync call failed: the flight is retried as is (same sequence: applied at most once), or given up after KEEP / 2. */

@@ -9,8 +9,10 @@ import { parseDuration, type Duration } from '../../../core/duration.js';
 /**
  * LocalFirstOptions — decide in-process on a copy of each client's state and sync it with Redis in batches
  * (docs/fleet.md states and derives the bound). With N instances, at most (N − 1) × maxUnsynced cost units per
- * client are admitted beyond what the exact mode admits (N × maxUnsynced with `cold: 'fresh'`), the long-run rate is
- * the exact mode's, and no decision is made on a copy older than `flushEvery`.
+ * client are admitted beyond what the exact mode admits (N × maxUnsynced with `cold: 'fresh'`; per window for the
+ * window algorithms and the sliding log, and as many more under an automatic block the others have not learned yet),
+ * the long-run rate is the exact mode's where the state carries a debt, and no decision is made on a copy older than
+ * `flushEvery`.
  * @example redisStore({ client, localFirst: { maxUnsynced: 5, flushEvery: '20ms' } })
  */
 export interface LocalFirstOptions {
@@ -40,6 +42,14 @@ export interface LocalFirstOptions {
    * @default 100_000
    */
   maxKeys?: number;
+  /**
+   * maxLogEntries — for a policy with slidingLog rules: the entries the copies' logs have room for together (per
+   * policy; 16 bytes each); past it the least recently used idle copies are dropped, as past maxKeys. One copy's log
+   * holds at most 1 024 entries as synced (a longer log is not copied: that client is decided by the exact mode) plus
+   * the charges made since. An integer >= 1.
+   * @default 1_048_576
+   */
+  maxLogEntries?: number;
 }
 
 /** LocalFirstSettings — the options read and checked, defaults filled in, times in ms. */
@@ -48,9 +58,10 @@ export interface LocalFirstSettings {
   flushEvery: number;
   cold: 'fetch' | 'fresh';
   maxKeys: number;
+  maxLogEntries: number;
 }
 
-const LOCAL_FIRST_OPTIONS: ReadonlySet<string> = new Set(['maxUnsynced', 'flushEvery', 'cold', 'maxKeys']);
+const LOCAL_FIRST_OPTIONS: ReadonlySet<string> = new Set(['maxUnsynced', 'flushEvery', 'cold', 'maxKeys', 'maxLogEntries']);
 
 /** MAX_FLUSH_EVERY — the longest flushEvery accepted, ms: a copy older than a minute is no longer a fleet's view. */
 export const MAX_FLUSH_EVERY = 60_000;
@@ -73,6 +84,8 @@ export function readLocalFirst(o: unknown): LocalFirstSettings | undefined {
   if (cold !== 'fetch' && cold !== 'fresh') throw new RatekeeperError(`redisStore.localFirst.cold must be 'fetch' or 'fresh', got ${show(lf.cold)}`);
   const maxKeys = lf.maxKeys ?? 100_000;
   if (!Number.isSafeInteger(maxKeys) || maxKeys < 1) throw new RatekeeperError(`redisStore.localFirst.maxKeys must be an integer >= 1, got ${show(lf.maxKeys)}`);
+  const maxLogEntries = lf.maxLogEntries ?? 1 << 20;
+  if (!Number.isSafeInteger(maxLogEntries) || maxLogEntries < 1) throw new RatekeeperError(`redisStore.localFirst.maxLogEntries must be an integer >= 1, got ${show(lf.maxLogEntries)}`);
   if (m === 0) return undefined;
-  return { maxUnsynced: m, flushEvery: every, cold, maxKeys };
+  return { maxUnsynced: m, flushEvery: every, cold, maxKeys, maxLogEntries };
 }

@@ -29,8 +29,10 @@ export interface LocalFirstStats {
   lost: number;
   /** latency — the syncs' round trips, ms: count, sum, max, and a histogram of upper bounds LATENCY_BOUNDS (cumulative counts). */
   latency: { count: number; sum: number; max: number; buckets: number[] };
-  /** exact — checks of a cost above maxUnsynced, decided by the exact mode's script. */
+  /** exact — checks decided by the exact mode's script (a cost above maxUnsynced, no room for a copy, a sliding log too long to copy). */
   exact: number;
+  /** logEntries — the entries the copies' sliding logs have room for (16 bytes each; policies with slidingLog rules). */
+  logEntries: number;
 }
 
 /** LATENCY_BOUNDS — the upper bounds (ms) of the latency histogram's buckets. */
@@ -49,7 +51,7 @@ export class LocalHub {
   readonly id = randomBytes(9).toString('base64url');
   readonly stats: LocalFirstStats = {
     copies: 0, unsynced: 0, debt: 0, flushes: 0, calls: 0, fetches: 0, flushedUnits: 0, failures: 0, duplicates: 0, lost: 0,
-    latency: { count: 0, sum: 0, max: 0, buckets: LATENCY_BOUNDS.map(() => 0) }, exact: 0,
+    latency: { count: 0, sum: 0, max: 0, buckets: LATENCY_BOUNDS.map(() => 0) }, exact: 0, logEntries: 0,
   };
   /** offset — server clock minus performance.now(), ms (NaN: unknown); offsetAt — performance.now() of that sample. */
   private offset = Number.NaN;
