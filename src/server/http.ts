@@ -239,12 +239,10 @@ export class HttpFront implements BodySink {
     let policy: string;
     let d: Decision | Promise<Decision>;
     try {
-      const twice = repeated(req.rawHeaders);
-      if (twice !== undefined) throw new BadRequest(twice, 'header is sent more than once: node would join the copies with ", " into one key of its own (a client that adds its own copy would get a fresh budget)');
-      const h = req.headers;
-      const p = one(h['x-ratekeeper-policy']);
-      const key = headerText(one(h['x-ratekeeper-key']), 'X-Ratekeeper-Key');
-      const costText = one(h['x-ratekeeper-cost']);
+      const h = authHeaders(req.rawHeaders);
+      const p = h[0];
+      const key = headerText(h[1], 'X-Ratekeeper-Key');
+      const costText = h[2];
       if (p === undefined || p === '') throw new BadRequest('X-Ratekeeper-Policy', 'header is missing');
       if (key === undefined || key === '') throw new BadRequest('X-Ratekeeper-Key', 'header is missing');
       // a decimal number only: Number() would also read 0x10, 0b11 and 1e2
@@ -335,20 +333,18 @@ function headerText(v: string | undefined, field: string): string | undefined {
   return bytes.toString('utf8');
 }
 
-/** one — a request header's value (the first, were it repeated). */
-function one(v: string | string[] | undefined): string | undefined {
-  return Array.isArray(v) ? v[0] : v;
-}
-
 /** AUTH_HEADERS — the headers GET /v1/auth reads, as a proxy spells them in its messages. */
 const AUTH_HEADERS = ['X-Ratekeeper-Policy', 'X-Ratekeeper-Key', 'X-Ratekeeper-Cost'] as const;
 const AUTH_LOWER: readonly string[] = AUTH_HEADERS.map((n) => n.toLowerCase());
 
 /**
- * repeated — the first of AUTH_HEADERS that `raw` (IncomingMessage.rawHeaders: name, value, name, value …) holds more
- * than once, or undefined. One pass, no allocation unless a name has the length of one of them.
+ * authHeaders — the values of AUTH_HEADERS in `raw` (IncomingMessage.rawHeaders: name, value, name, value …), in
+ * their order, undefined where absent; a BadRequest naming the first one sent more than once (node would join the
+ * copies with ", " into one key of its own: a client that adds its own copy would get a fresh budget). One pass over
+ * the raw list: node's `req.headers` object (every header's name lower-cased, copied) is never built.
  */
-function repeated(raw: readonly string[]): string | undefined {
+function authHeaders(raw: readonly string[]): [string | undefined, string | undefined, string | undefined] {
+  const out: [string | undefined, string | undefined, string | undefined] = [undefined, undefined, undefined];
   let seen = 0;
   for (let i = 0; i < raw.length; i += 2) {
     const n = raw[i];
@@ -356,9 +352,10 @@ function repeated(raw: readonly string[]): string | undefined {
     const lower = n.toLowerCase();
     for (let j = 0; j < AUTH_HEADERS.length; j++) {
       if (lower !== AUTH_LOWER[j]) continue;
-      if ((seen & (1 << j)) !== 0) return AUTH_HEADERS[j];
+      if ((seen & (1 << j)) !== 0) throw new BadRequest(AUTH_HEADERS[j], 'header is sent more than once: node would join the copies with ", " into one key of its own (a client that adds its own copy would get a fresh budget)');
       seen |= 1 << j;
+      out[j] = raw[i + 1];
     }
   }
-  return undefined;
+  return out;
 }

@@ -283,17 +283,22 @@ export function answerCheck(
   const fallback = b.fallback;
   try {
     d = b.reply.decision(bytes, at, end);
-    if (fallback !== undefined) fallback.learn(key, now, at === 0 && end === bytes.length ? bytes : bytes.subarray(at, end), b.reply);
+    if (fallback !== undefined) fallback.learn(key, now, own(bytes, at, end), b.reply);
   } catch (e) {
     resolve(b.failed(new StoreUnavailableError(`unreadable reply: ${e instanceof Error ? e.message : String(e)}`, e), key, cost, now));
     return;
   }
   const policy = b.policy;
   if (policy.blockFor > 0 && policy.autoBlocks(d, cost) && bytes.readDoubleLE(at) === 0) {
-    b.autoBlock(key, now, at === 0 && end === bytes.length ? bytes : bytes.subarray(at, end), d).then(resolve);
+    b.autoBlock(key, now, own(bytes, at, end), d).then(resolve);
     return;
   }
   resolve(d);
+}
+
+/** own — one check's reply, bytes[at, end), as a Buffer of its own view (the whole reply when it is all of it). */
+function own(bytes: Buffer, at: number, end: number): Buffer {
+  return at === 0 && end === bytes.length ? bytes : bytes.subarray(at, end);
 }
 
 /**
