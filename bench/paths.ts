@@ -1,7 +1,9 @@
 /**
- * bench/paths — what each of the service's request paths costs in process, without sockets: the parse, the
- * decision (memory store, the bench server's configuration), the answer's bytes and its metrics, for /v1/check,
- * /json (2 descriptors) and gRPC ShouldRateLimit (its decoded request; the response encoded). CPU µs per call over
+ * bench/paths — what each of the service's request paths costs in process, without sockets: the request's bytes read
+ * as the listener reads them, the decision (memory store, the bench server's configuration), the answer's bytes and
+ * its metrics, for /v1/check, /json (2 descriptors) and gRPC ShouldRateLimit. The bytes are read by the build's own
+ * readers: a body by fastCheck / fastRls (JSON.parse when they decline), a gRPC message by the listener's decoder
+ * (listenerService; a build without it: its scan, its fast read if any, protobufjs). CPU µs per call over
  * BENCH_CALLS (200 000) calls cycling 10 000 keys. `BENCH_BASE=<another checkout>` (bench/base.ts) runs that build
  * too, alternated with this one over BENCH_ROUNDS (3) rounds, and prints this build / base per path (what
  * docs/server.md's before/after table comes from). `npm run bench paths`.
@@ -30,33 +32,46 @@ async function load(dist: string, config: string): Promise<Paths> {
   const { MemoryStore } = await import(new URL(`file://${resolve(dist, 'src/stores/memory.js')}`).href);
   const { rlsService } = await import(at('grpc.js'));
   const enc = await import(at('rlsEncode.js')).catch(() => undefined);
+  const checkBodies = await import(at('checkBody.js')).catch(() => undefined);
+  const rlsBodies = await import(at('rlsBody.js')).catch(() => undefined);
+  const grpc = await import(at('grpc.js'));
+  const wire = await import(at('rlsWire.js')).catch(() => undefined);
+  const dec = await import(at('rlsDecode.js')).catch(() => undefined);
   const m = new Metrics({ defaultMetrics: false });
   const svc = new RateLimitService({ store: new MemoryStore(), metrics: m });
   svc.setConfig(await loadConfig(config));
-  const serialize = rlsService().ShouldRateLimit.responseSerialize;
+  const def = rlsService().ShouldRateLimit;
+  const serialize = def.responseSerialize;
+  // the listener's request decoder; a build before listenerService: the same steps in its order (scan, fast read)
+  const fastGrpc: ((b: Buffer) => unknown) | undefined = dec?.fastRequest ?? dec?.decodeRequest;
+  const readGrpc: (b: Buffer) => unknown = grpc.listenerService !== undefined
+    ? grpc.listenerService().ShouldRateLimit.requestDeserialize
+    : (b) => wire?.scanRequest(b) ?? fastGrpc?.(b) ?? def.requestDeserialize(b);
+  const readCheck = (b: Buffer): { policy: string; key: string; cost?: number } => checkBodies?.fastCheck(b) ?? JSON.parse(b.toString('utf8'));
+  const readJson = (b: Buffer): unknown => rlsBodies?.fastRls(b) ?? rls.requestFromJson(JSON.parse(b.toString('utf8')));
   // a build without `answered` times with the closure of `time`; without responseJson, rlsEncode: the general code
   const timed = (api: string, code: string): void => (m.answered !== undefined ? m.answered(api, code, performance.now()) : m.time(api)(code));
   const jsonOut = (r: unknown): string => (rls.responseJson !== undefined ? rls.responseJson(r) : JSON.stringify(rls.responseToJson(r)));
   const encode = (r: unknown): Buffer => (enc !== undefined && enc.canEncode(r) ? enc.encodeResponse(r) : serialize(r));
   const checks = Array.from({ length: KEYS }, (_, i) => Buffer.from(checkBody(i)));
   const bodies = Array.from({ length: KEYS }, (_, i) => Buffer.from(JSON.stringify(rlsRequest(i))));
-  const requests = Array.from({ length: KEYS }, (_, i) => rlsRequest(i));
+  const messages = Array.from({ length: KEYS }, (_, i) => def.requestSerialize(rlsRequest(i)) as Buffer);
   return {
     check: (i) => {
-      const b = JSON.parse(checks[i % KEYS].toString('utf8')) as { policy: string; key: string };
-      const d = svc.checkNow(b.policy, b.key, 1);
+      const b = readCheck(checks[i % KEYS]);
+      const d = svc.checkNow(b.policy, b.key, b.cost ?? 1);
       svc.fields('api', d);
       const s = http.decisionJson(d);
       timed('check', '200');
       return s;
     },
     json: (i) => {
-      const s = jsonOut(svc.decide(rls.requestFromJson(JSON.parse(bodies[i % KEYS].toString('utf8')))));
+      const s = jsonOut(svc.decide(readJson(bodies[i % KEYS])));
       timed('json', '200');
       return s;
     },
     grpc: (i) => {
-      const b = encode(svc.decide(requests[i % KEYS]));
+      const b = encode(svc.decide(readGrpc(messages[i % KEYS])));
       timed('grpc', 'OK');
       return b;
     },

@@ -80,8 +80,28 @@ interface Plan {
  * refuses the request without asking the store. Failure policies apply as for `check`. Rejects only on misuse.
  */
 export function checkAll(items: readonly CheckAllItem[], options?: CheckAllOptions): Promise<CheckAllResult> {
+  return decideAll(items, options, false);
+}
+
+/**
+ * checkAllTrusted, checkAllSyncTrusted — checkAll and checkAllSync for items their caller built itself and vouches
+ * for (the limiter service's plan, server/plan.ts: a Limiter, a key of 1 to MAX_KEY_LENGTH characters, a cost from
+ * 0 to MAX_AMOUNT or undefined for 1): the same decision without checking each item's key and cost again, and an
+ * item's other fields are not looked at (the service hands its plan's items as they are). Not exported from the
+ * package (src/index.ts): a library user's items are always checked.
+ */
+export function checkAllTrusted(items: readonly CheckAllItem[], options?: CheckAllOptions): Promise<CheckAllResult> {
+  return decideAll(items, options, true);
+}
+
+export function checkAllSyncTrusted(items: readonly CheckAllItem[], options?: CheckAllOptions): CheckAllResult {
+  return decideAllSync(items, options, true);
+}
+
+/** decideAll — checkAll, its items checked unless `trusted`. */
+function decideAll(items: readonly CheckAllItem[], options: CheckAllOptions | undefined, trusted: boolean): Promise<CheckAllResult> {
   try {
-    const plan = prepare(items, options);
+    const plan = prepare(items, options, trusted);
     const hit = cachedRefusal(plan, items);
     if (hit !== undefined) return Promise.resolve(hit);
     const out = plan.store?.evaluateAll?.(plan.parts, plan.now);
@@ -95,35 +115,32 @@ export function checkAll(items: readonly CheckAllItem[], options?: CheckAllOptio
 
 /** checkAllSync — `checkAll` without the promise, for items on one synchronous store (the memory store). Throws on misuse. */
 export function checkAllSync(items: readonly CheckAllItem[], options?: CheckAllOptions): CheckAllResult {
-  const plan = prepare(items, options);
-  if (plan.store === undefined || !plan.parts.every((p) => p.bound.sync) || plan.store.evaluateAll === undefined) {
+  return decideAllSync(items, options, false);
+}
+
+/** decideAllSync — checkAllSync, its items checked unless `trusted`. */
+function decideAllSync(items: readonly CheckAllItem[], options: CheckAllOptions | undefined, trusted: boolean): CheckAllResult {
+  const plan = prepare(items, options, trusted);
+  if (plan.store === undefined || !allSync(plan.parts) || plan.store.evaluateAll === undefined) {
     throw new RatekeeperError(`checkAllSync needs every item on one synchronous store such as memoryStore(); use checkAll() with these`, 'ERR_ARGUMENT');
   }
   const hit = cachedRefusal(plan, items);
   if (hit !== undefined) return hit;
   return result(plan, plan.store.evaluateAll(plan.parts, plan.now) as Decision[]);
+}
+
+/** allSync — every part's bound store answers synchronously. */
+function allSync(parts: readonly Part[]): boolean {
+  for (let k = 0; k < parts.length; k++) if (!parts[k].bound.sync) return false;
+  return true;
 }
 
 /**
- * checkAllSyncTrusted — {@link checkAllSync} for a caller whose items are built from values it has checked itself
- * (the limiter service: server/plan.ts): `items` non-empty, each item's `limiter` a Limiter, its `key` a string of 1
- * to MAX_KEY_LENGTH characters, its `cost` a number from 0 to MAX_AMOUNT (undefined: 1). None of that is checked
- * again, and an item's other fields are not looked at (the service hands its plan's items as they are). Not part of
- * the package's API (src/index.ts): an app's items are checked, as checkAllSync does.
+ * prepare — validates the items (their fields, key and cost: not when `trusted`, see checkAllTrusted) and plans the
+ * parts; throws on misuse.
  */
-export function checkAllSyncTrusted(items: readonly CheckAllItem[], options?: CheckAllOptions): CheckAllResult {
-  const plan = prepare(items, options, true);
-  if (plan.store === undefined || !plan.parts.every((p) => p.bound.sync) || plan.store.evaluateAll === undefined) {
-    throw new RatekeeperError(`checkAllSync needs every item on one synchronous store such as memoryStore(); use checkAll() with these`, 'ERR_ARGUMENT');
-  }
-  const hit = cachedRefusal(plan, items);
-  if (hit !== undefined) return hit;
-  return result(plan, plan.store.evaluateAll(plan.parts, plan.now) as Decision[]);
-}
-
-/** prepare — validates the items (unless `trusted`: see checkAllSyncTrusted) and plans the parts; throws on misuse. */
-function prepare(items: readonly CheckAllItem[], options: CheckAllOptions | undefined, trusted = false): Plan {
-  if (!trusted && (!Array.isArray(items) || items.length === 0)) throw new RatekeeperError(`checkAll takes a non-empty array of { limiter, key, cost? }, got ${show(items)}`, 'ERR_ARGUMENT');
+function prepare(items: readonly CheckAllItem[], options: CheckAllOptions | undefined, trusted: boolean): Plan {
+  if (!Array.isArray(items) || items.length === 0) throw new RatekeeperError(`checkAll takes a non-empty array of { limiter, key, cost? }, got ${show(items)}`, 'ERR_ARGUMENT');
   const n = items.length;
   const parts: Part[] = [];
   const of = new Array<number>(n);
@@ -215,7 +232,8 @@ function result(plan: Plan, parts: Decision[]): CheckAllResult {
   }
   for (let k = 0; k < parts.length; k++) plan.limiters[k].record(plan.parts[k].key, plan.parts[k].cost, parts[k], plan.now);
   const n = of.length;
-  const decisions = new Array<Decision>(n);
+  // no two items merged: item i is part i, and the parts' decisions (a fresh array from the store) are the items'
+  const decisions = parts.length === n ? parts : new Array<Decision>(n);
   let refusedBy = -1;
   for (let i = 0; i < n; i++) {
     const d = parts[of[i]];

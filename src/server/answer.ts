@@ -58,13 +58,16 @@ export function finish(plan: Plan, decisions: Decision[], options: AnswerOptions
     overall = 'OK';
     for (const st of statuses) if (st !== undefined && st.code === 'OVER_LIMIT') overall = 'OVER_LIMIT';
   }
-  const response: RlsResponse = { overall_code: overall, statuses, response_headers_to_add: [] };
+  const response: RlsResponse = { overall_code: overall, statuses, response_headers_to_add: NO_HEADERS };
   if (options.responseHeaders === true) {
     if (plan.refused) response.response_headers_to_add = deniedHeaders(statuses);
     else if (live.length > 0) response.response_headers_to_add = headersFor(live, plan.guards === undefined ? decisions : decisions.slice(0, live.length), options.shadowMode === true);
   }
   return response;
 }
+
+/** NO_HEADERS — the headers of an answer without RateLimit fields: one frozen empty list shared by every such answer. */
+const NO_HEADERS = Object.freeze([]) as unknown as RlsResponse['response_headers_to_add'];
 
 /** remainingOf — a decision's remaining as limit_remaining: whole, 0 to MAX_UINT32. */
 function remainingOf(d: Decision): number {

@@ -8,6 +8,7 @@
  * /v1/check (docs/server.md, *Speed*).
  */
 import { BACKSLASH, BRACE, CLOSE_BRACE, COLON, COMMA, QUOTE } from './jsonBytes.js';
+import { asciiText } from './asciiText.js';
 
 /** CheckFields — a check body's members as JSON.parse would give them (`cost` undefined when absent). */
 export interface CheckFields {
@@ -22,11 +23,6 @@ export const MAX_FAST = 1024;
 /** MAX_DIGITS — the longest cost read here: 15 digits are exact in a double, as JSON.parse would read them. */
 const MAX_DIGITS = 15;
 
-
-/** Latin1 — Buffer's latin1Slice (node's own, not in @types/node): ASCII bytes as a one-byte string, no decoding. */
-interface Latin1 {
-  latin1Slice(start: number, end: number): string;
-}
 
 /**
  * fastCheck — the members of `raw` when it is a compact check body (above), else undefined (parse it with
@@ -64,7 +60,7 @@ export function fastCheck(raw: Buffer): CheckFields | undefined {
         if (b < 0x20 || b > 0x7e || b === BACKSLASH) return undefined;
         pos++;
       }
-      const text = (raw as unknown as Latin1).latin1Slice(start, pos);
+      const text = asciiText(raw, start, pos);
       pos++;
       if (member === POLICY) {
         if (policy !== undefined) return undefined;

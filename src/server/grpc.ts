@@ -8,7 +8,7 @@ import * as protoLoader from '@grpc/proto-loader';
 import { RatekeeperError } from '../core/errors.js';
 import { BadRequest, type RlsRequest, type RlsResponse } from './rls.js';
 import { scanRequest } from './rlsWire.js';
-import { decodeRequest } from './rlsDecode.js';
+import { fastRequest } from './rlsDecode.js';
 import { canEncode, encodeResponse } from './rlsEncode.js';
 import type { RateLimitService } from './service.js';
 import type { Metrics } from './metrics.js';
@@ -51,9 +51,10 @@ class Malformed {
  * tolerant — the service definition with decoders that never throw: grpc-js answers a decoder's throw with INTERNAL,
  * and malformed bytes are the client's mistake, so they decode to a {@link Malformed} the handler refuses. The
  * bytes are scanned first ({@link scanRequest}): a message past the descriptor, entry or field bounds, or with a
- * string that is not UTF-8, decodes to the BadRequest the handler answers, without protobufjs ever seeing it. A
- * request of the usual form is then read by {@link decodeRequest}, any other by protobufjs. A response is encoded by
- * {@link encodeResponse}.
+ * string that is not UTF-8, decodes to the BadRequest the handler answers, without protobufjs ever seeing it. The
+ * usual request (a domain, descriptors of key/value entries, ASCII strings: what Envoy sends) is read from its bytes
+ * before either ({@link fastRequest}: what protobufjs would give, bytes the scan would pass). A response is encoded
+ * by {@link encodeResponse}.
  */
 function tolerant(def: grpc.ServiceDefinition): grpc.ServiceDefinition {
   const out: Record<string, grpc.MethodDefinition<unknown, unknown>> = {};
@@ -65,11 +66,11 @@ function tolerant(def: grpc.ServiceDefinition): grpc.ServiceDefinition {
       // the service's responses are written by rlsEncode (protobufjs's bytes, without its objects)
       responseSerialize: (r: unknown) => (canEncode(r as RlsResponse) ? encodeResponse(r as RlsResponse) : encode(r)),
       requestDeserialize: (bytes: Buffer) => {
+        // the usual request is read from its bytes (rlsDecode.ts): what protobufjs would give, and the scan would pass
+        const fast = fastRequest(bytes);
+        if (fast !== undefined) return fast;
         const refused = scanRequest(bytes);
         if (refused !== undefined) return refused;
-        // the usual request read from its bytes (rlsDecode.ts); any other form by protobufjs
-        const usual = decodeRequest(bytes);
-        if (usual !== undefined) return usual;
         try {
           return decode(bytes);
         } catch (e) {
@@ -79,6 +80,14 @@ function tolerant(def: grpc.ServiceDefinition): grpc.ServiceDefinition {
     };
   }
   return out as grpc.ServiceDefinition;
+}
+
+/**
+ * listenerService — the RateLimitService definition as the gRPC listener serves it ({@link tolerant}): its request
+ * decoder is the listener's (the bench's in-process gRPC path and the tests call it too).
+ */
+export function listenerService(): grpc.ServiceDefinition {
+  return tolerant(rlsService());
 }
 
 /** GrpcFrontOptions — how the gRPC listener bounds what one client can hold. */
@@ -193,7 +202,7 @@ export class GrpcFront {
       'grpc.keepalive_timeout_ms': options.keepaliveTimeout ?? 20_000,
       'grpc.max_connection_idle_ms': options.maxConnectionIdle ?? 300_000,
     });
-    this.server.addService(tolerant(rlsService()), { ShouldRateLimit: this.shouldRateLimit });
+    this.server.addService(listenerService(), { ShouldRateLimit: this.shouldRateLimit });
     this.arrivals = this.requestTimeout > 0 ? new Arrivals(this.requestTimeout, this.expire) : undefined;
   }
 

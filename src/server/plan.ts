@@ -5,7 +5,7 @@
  * matched limit `replaces`: OK; no limiter: OK) → the live descriptors, which the service decides all-or-nothing.
  */
 import type { Limiter } from '../limiter.js';
-import { MAX_KEY_LENGTH } from '../limiter.js';
+import { MAX_KEY_LENGTH, key_ } from '../limiter.js';
 import { MAX_AMOUNT } from '../core/rules.js';
 import { formatDuration } from '../core/duration.js';
 import type { LimitSpec, Match, ServiceConfig } from './config/types.js';
@@ -94,7 +94,8 @@ export function plan(req: RlsRequest, cfg: ServiceConfig | undefined, limits: Re
         m = cfg.override(domain, entries, o);
         const base = m === undefined ? undefined : cfg.match(domain, entries);
         const brt = base === undefined || base.limit.unlimited || base.limit.denyAll ? undefined : limits.get(base.limit.id);
-        if (brt !== undefined && base !== undefined) (guards ??= []).push({ index: i, limiter: brt.limiter, key: base.client });
+        // the guard's key is checked as the library checks an item's (its decision trusts the service's keys)
+        if (brt !== undefined && base !== undefined) (guards ??= []).push({ index: i, limiter: brt.limiter, key: key_(base.client) });
       } else {
         m = cfg.match(domain, entries);
       }
@@ -123,7 +124,7 @@ export function plan(req: RlsRequest, cfg: ServiceConfig | undefined, limits: Re
       continue;
     }
     // escaping (`%XX`) can lengthen a key under the cap as sent past it
-    if (m.key.length > MAX_KEY_LENGTH) throw keyTooLong(i, m.key.length);
+    if (m.keyLength > MAX_KEY_LENGTH) throw keyTooLong(i, m.keyLength);
     // an own limit matches a descriptor of no entries too, whose client key is then empty (a configured one never does)
     if (m.client.length === 0) throw new BadRequest(`descriptors[${i}].entries`, `must not be empty when the descriptor carries its own limit: its entries are the client's key`);
     total += cost;

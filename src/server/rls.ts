@@ -191,6 +191,8 @@ export function requestFromJson(body: unknown): RlsRequest {
 export function durationJson(d: { seconds: number; nanos: number }): string {
   const nanos = d.nanos;
   if (nanos === 0) return `${d.seconds}s`;
+  // whole ms (what duration() makes of a decision's ms): the fraction's text from a table
+  if (nanos > 0 && nanos < 1_000_000_000 && nanos % 1_000_000 === 0) return `${d.seconds}${MS_FRACTION[nanos / 1_000_000]}s`;
   if (!Number.isInteger(nanos) || nanos < 0 || nanos > 999_999_999) return `${d.seconds}.${String(nanos).padStart(9, '0').replace(/0+$/, '')}s`;
   let n = nanos;
   let digits = 9;
@@ -203,6 +205,9 @@ export function durationJson(d: { seconds: number; nanos: number }): string {
 
 /** FRACTION_ZEROS — the leading zeros of a fraction of 9 digits: FRACTION_ZEROS[k] is k zeros. */
 const FRACTION_ZEROS = ['', '0', '00', '000', '0000', '00000', '000000', '0000000', '00000000'];
+
+/** MS_FRACTION — MS_FRACTION[ms] (1 … 999) is the fraction of a second of `ms` whole milliseconds: `.001`, `.12`, `.5`. */
+const MS_FRACTION = Array.from({ length: 1000 }, (_, ms) => `.${String(ms).padStart(3, '0')}`.replace(/0+$/, ''));
 
 /** responseToJson — a RateLimitResponse in proto3 JSON as protojson writes it (default values left out). */
 export function responseToJson(r: RlsResponse): Record<string, unknown> {
@@ -237,16 +242,35 @@ function limitJson(l: RlsRateLimit): string {
 }
 
 /**
+ * LimitText — a remembered limit's JSON (`limit`), and the text of a status of it up to its `currentLimit`, by the
+ * status's code: what responseJson writes of every status of the limit before its remaining and duration.
+ */
+interface LimitText {
+  limit: string;
+  ok: string;
+  over: string;
+  unknown: string;
+}
+
+/**
  * LIMIT_TEXT — the JSON of the frozen current_limit objects the service shares between its answers (rememberLimit),
  * written once each; any other RateLimit (one a caller built, which it may change) is written afresh every time.
  */
-const LIMIT_TEXT = new WeakMap<RlsRateLimit, string>();
+const LIMIT_TEXT = new WeakMap<RlsRateLimit, LimitText>();
 
 /** rememberLimit — `l` frozen, its JSON kept for responseJson (a limit's current_limit, built once: plan.ts). */
 export function rememberLimit(l: RlsRateLimit): RlsRateLimit {
   Object.freeze(l);
-  LIMIT_TEXT.set(l, limitJson(l));
+  const limit = limitJson(l);
+  LIMIT_TEXT.set(l, { limit, ok: `{"code":"OK","currentLimit":${limit}`, over: `{"code":"OVER_LIMIT","currentLimit":${limit}`, unknown: `{"currentLimit":${limit}` });
   return l;
+}
+
+/** statusHead — a status's text up to its currentLimit, when its limit is remembered and its code one of the three. */
+function statusHead(x: RlsStatus, l: RlsRateLimit): string | undefined {
+  const t = LIMIT_TEXT.get(l);
+  if (t === undefined) return undefined;
+  return x.code === 'OK' ? t.ok : x.code === 'OVER_LIMIT' ? t.over : x.code === 'UNKNOWN' ? t.unknown : undefined;
 }
 
 /**
@@ -265,9 +289,12 @@ export function responseJson(r: RlsResponse): string {
         s += 'null';
         continue;
       }
-      let o = x.code !== 'UNKNOWN' ? `{"code":"${x.code}"` : '{';
       const l = x.current_limit;
-      if (l !== undefined) o += `${o.length > 1 ? ',' : ''}"currentLimit":${LIMIT_TEXT.get(l) ?? limitJson(l)}`;
+      let o = l === undefined ? undefined : statusHead(x, l);
+      if (o === undefined) {
+        o = x.code !== 'UNKNOWN' ? `{"code":"${x.code}"` : '{';
+        if (l !== undefined) o += `${o.length > 1 ? ',' : ''}"currentLimit":${LIMIT_TEXT.get(l)?.limit ?? limitJson(l)}`;
+      }
       if (x.limit_remaining) o += `${o.length > 1 ? ',' : ''}"limitRemaining":${x.limit_remaining}`;
       if (x.duration_until_reset !== undefined) o += `${o.length > 1 ? ',' : ''}"durationUntilReset":"${durationJson(x.duration_until_reset)}"`;
       s += `${o}}`;

@@ -11,15 +11,11 @@
 import { BACKSLASH, CLOSE_BRACE, CLOSE_BRACKET, COMMA, QUOTE } from './jsonBytes.js';
 import { MAX_DESCRIPTORS, MAX_ENTRIES } from './envoy.js';
 import type { RlsDescriptor, RlsEntry, RlsRequest } from './rls.js';
+import { asciiText } from './asciiText.js';
 
 /** MAX_FAST — the longest body read here, in bytes; longer ones go to JSON.parse (and its depth scan first). */
 export const MAX_FAST = 4096;
 
-
-/** Latin1 — Buffer's latin1Slice (node's own, not in @types/node): ASCII bytes as a one-byte string, no decoding. */
-interface Latin1 {
-  latin1Slice(start: number, end: number): string;
-}
 
 /** Literals — the fixed bytes of the compact form, as Buffers to compare against. */
 const HEAD = Buffer.from('{"domain":"');
@@ -64,7 +60,7 @@ function text(raw: Buffer, start: number, end: number, slot: number): string {
     while (i < n && raw[start + i] === last.charCodeAt(i)) i++;
     if (i === n) return last;
   }
-  const s = (raw as unknown as Latin1).latin1Slice(start, end);
+  const s = asciiText(raw, start, end);
   if (n <= 32) LAST[slot] = s;
   return s;
 }
@@ -98,7 +94,7 @@ export function fastRls(raw: Buffer): RlsRequest | undefined {
       pos = literal(raw, q + 1, VALUE);
       q = quoteAt(raw, pos);
       if (q < 0) return undefined;
-      const value = (raw as unknown as Latin1).latin1Slice(pos, q);
+      const value = asciiText(raw, pos, q);
       pos = q + 1;
       if (raw[pos++] !== CLOSE_BRACE) return undefined; // }
       entries.push({ key, value });

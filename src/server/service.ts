@@ -6,7 +6,7 @@
  */
 import type { Decision } from '../core/types.js';
 import type { Limiter } from '../limiter.js';
-import { checkAll, checkAllSyncTrusted, type CheckAllItem } from '../multi.js';
+import { checkAllSyncTrusted, checkAllTrusted, type CheckAllItem } from '../multi.js';
 import { MemoryStore } from '../stores/memory.js';
 import type { Store } from '../stores/types.js';
 import type { NativePolicy, ServiceConfig } from './config/types.js';
@@ -180,25 +180,22 @@ export class RateLimitService {
     if (p.live.length === 0) return finish(p, [], this.options);
     const now = this.options.clock?.now();
     const opts = now === undefined ? undefined : { now };
-    if (this.sync && !p.refused && p.guards === undefined) {
-      // the usual request: the plan's items are the parts as they are (their limiter, key and cost checked by plan)
-      return finish(p, checkAllSyncTrusted(p.live as readonly CheckAllItem[], opts).decisions, this.options);
-    }
-    const parts = p.refused
+    // a live item is a check of its own limiter, key and cost (plan.ts checked the key's length and the cost): it is
+    // handed to the all-or-nothing check as it is, which need not check them again (checkAllTrusted)
+    let parts: CheckAllItem[] = p.refused
       // refused already (a requests_per_unit: 0 limit): the others are looked at, not charged
       ? p.live.map(toLook)
-      : p.live.map(toCheck);
-    if (p.guards !== undefined) for (const g of p.guards) parts.push({ limiter: g.limiter, key: g.key, cost: 0 });
+      : (p.live as CheckAllItem[]);
+    if (p.guards !== undefined) {
+      if (!p.refused) parts = parts.slice();
+      for (const g of p.guards) parts.push({ limiter: g.limiter, key: g.key, cost: 0 });
+    }
     if (this.sync) return finish(p, checkAllSyncTrusted(parts, opts).decisions, this.options);
-    return checkAll(parts, opts).then((r) => finish(p, r.decisions, this.options));
+    return checkAllTrusted(parts, opts).then((r) => finish(p, r.decisions, this.options));
   }
 }
 
-/** toCheck — a live item as one part of the all-or-nothing check; toLook — the same, looked at (cost 0). */
-function toCheck(it: Item): CheckAllItem {
-  return { limiter: it.limiter!, key: it.key, cost: it.cost };
-}
-
+/** toLook — a live item as one part of the all-or-nothing check, looked at (cost 0). */
 function toLook(it: Item): CheckAllItem {
   return { limiter: it.limiter!, key: it.key, cost: 0 };
 }

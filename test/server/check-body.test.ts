@@ -2,7 +2,9 @@
  * test/server/check-body — the compact /v1/check body read from its bytes (server/checkBody.ts) gives what JSON.parse
  * gives, or nothing: for random bodies (compact ones, and the same with whitespace, escapes, non-ASCII, repeated or
  * other members, odd numbers), whenever fastCheck answers, JSON.parse of the same bytes has exactly those members and
- * values; the forms it must leave to JSON.parse are rows; and the service answers a compact body and its spaced twin
+ * values, the same for hostile bytes (hostileBytes.ts: bytes past ASCII or never UTF-8, the body cut anywhere,
+ * members repeated, dropped or out of order, random bytes) against the listener's whole general path (the value
+ * scan, the UTF-8 check, JSON.parse, the members); the forms it must leave to JSON.parse are rows; and the service answers a compact body and its spaced twin
  * the same, over a socket, bad ones with the same 400. A body that is not UTF-8 (the fast paths read ASCII only) is
  * refused 400 on /v1/check and /json, as gRPC and /v1/auth refuse such keys (found attacking this change: it was
  * decoded to U+FFFD and admitted, two keys one counter).
@@ -12,6 +14,8 @@ import { after, before, describe, test } from 'node:test';
 import fc from 'fast-check';
 import { fastCheck, MAX_FAST } from '../../src/server/checkBody.js';
 import { jsonValuesOver, MAX_JSON_VALUES } from '../../src/server/jsonScan.js';
+import { isUtf8 } from 'node:buffer';
+import { hostileBytes } from './hostileBytes.js';
 import { HttpFront } from '../../src/server/http.js';
 import { RateLimitService } from '../../src/server/service.js';
 import { MemoryStore } from '../../src/stores/memory.js';
@@ -78,6 +82,22 @@ describe('fastCheck', () => {
     }), { numRuns: 5000 });
     assert.ok(MAX_FAST < MAX_JSON_VALUES, 'a body the fast path reads has fewer `{`, `[` and `,` than the scan allows');
     assert.ok(answered > 500, `the random bodies hit the fast path (${answered})`);
+  });
+
+  test('whenever it answers, the general path reads the same members (hostile bytes)', () => {
+    let answered = 0;
+    fc.assert(fc.property(hostileBytes(fc.oneof(compact, body)), (b) => {
+      const got = fastCheck(b);
+      if (got === undefined) return;
+      answered++;
+      // what http.ts does with a body the fast path declines: the scan, the UTF-8 check, JSON.parse, the members
+      assert.equal(jsonValuesOver(b), undefined, b.toString('hex'));
+      assert.ok(isUtf8(b), b.toString('hex'));
+      const want = parsed(b.toString());
+      assert.ok(want !== undefined, `${b.toString('hex')}: JSON.parse does not give a check's members`);
+      assert.deepEqual({ policy: got.policy, key: got.key, cost: got.cost }, want, b.toString('hex'));
+    }), { numRuns: 5000 });
+    assert.ok(answered > 40, `edited bodies the fast path still reads (${answered})`);
   });
 
   test('the compact forms it reads', () => {

@@ -1,8 +1,10 @@
 /**
  * test/server/rls-body — the compact /json body read from its bytes (server/rlsBody.ts) gives what JSON.parse then
  * requestFromJson give, or nothing: for random compact requests and the same with one character inserted or
- * replaced, whenever fastRls answers, the general path gives the same request (and does not refuse it); the forms it
- * must leave to the general path are rows.
+ * replaced, whenever fastRls answers, the general path gives the same request (and does not refuse it); the same for
+ * hostile bytes (hostileBytes.ts: bytes past ASCII or never UTF-8, the body cut anywhere, members repeated, dropped
+ * or out of order, random bytes) against the listener's whole general path (the value scan, the UTF-8 check,
+ * JSON.parse, requestFromJson); the forms it must leave to the general path are rows.
  */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
@@ -11,6 +13,8 @@ import { MAX_DESCRIPTORS, MAX_ENTRIES } from '../../src/server/envoy.js';
 import { requestFromJson } from '../../src/server/rls.js';
 import { fastRls, MAX_FAST } from '../../src/server/rlsBody.js';
 import { jsonValuesOver, MAX_JSON_VALUES } from '../../src/server/jsonScan.js';
+import { isUtf8 } from 'node:buffer';
+import { hostileBytes } from './hostileBytes.js';
 
 describe('fastRls', () => {
   const plain = fc.stringMatching(/^[ -~]{0,8}$/);
@@ -35,6 +39,20 @@ describe('fastRls', () => {
     }), { numRuns: 5000 });
     assert.ok(MAX_FAST < MAX_JSON_VALUES, 'a body the fast path reads has fewer `{`, `[` and `,` than the scan allows');
     assert.ok(answered > 1000, `the random bodies hit the fast path (${answered})`);
+  });
+
+  test('whenever it answers, the general path reads the same request (hostile bytes)', () => {
+    let answered = 0;
+    fc.assert(fc.property(hostileBytes(request), (b) => {
+      const got = fastRls(b);
+      if (got === undefined) return;
+      answered++;
+      // what http.ts does with a body the fast path declines: the scan, the UTF-8 check, JSON.parse, requestFromJson
+      assert.equal(jsonValuesOver(b), undefined, b.toString('hex'));
+      assert.ok(isUtf8(b), b.toString('hex'));
+      assert.deepEqual(got, requestFromJson(JSON.parse(b.toString())), b.toString('hex'));
+    }), { numRuns: 5000 });
+    assert.ok(answered > 40, `edited bodies the fast path still reads (${answered})`);
   });
 
   test('the bench\'s body', () => {

@@ -12,7 +12,8 @@ import { Counter, Histogram, Registry } from 'prom-client';
 import { limiter, memoryStore, rules } from '../../src/index.js';
 import type { Decision } from '../../src/core/types.js';
 import { decisionJson } from '../../src/server/httpAnswer.js';
-import { durationJson, responseJson, responseToJson, type RlsResponse } from '../../src/server/rls.js';
+import { asciiText } from '../../src/server/asciiText.js';
+import { durationJson, rememberLimit, responseJson, responseToJson, type RlsResponse } from '../../src/server/rls.js';
 import type { EnvoyUnit as RlsUnit, RlsCode } from '../../src/server/envoy.js';
 import { canEncode, encodeResponse } from '../../src/server/rlsEncode.js';
 import { rlsService } from '../../src/server/grpc.js';
@@ -65,6 +66,20 @@ describe('speed: the hand-written answers are the general code\'s bytes', () => 
     fc.assert(fc.property(response, (r) => {
       assert.equal(responseJson(r), JSON.stringify(responseToJson(r)));
     }), { numRuns: 500 });
+  });
+
+  test('responseJson writes JSON.stringify(responseToJson(r)) for statuses of the service\'s remembered limits too (their text written once)', () => {
+    fc.assert(fc.property(response, (r) => {
+      const remembered: RlsResponse = { ...r, statuses: r.statuses.map((x) => (x.current_limit === undefined ? x : { ...x, current_limit: rememberLimit({ ...x.current_limit }) })) };
+      assert.equal(responseJson(remembered), JSON.stringify(responseToJson(remembered)));
+    }), { numRuns: 500 });
+  });
+
+  test('asciiText gives the string latin1 decoding gives, at every length (String.fromCharCode up to 8 bytes)', () => {
+    fc.assert(fc.property(fc.uint8Array({ maxLength: 20 }).map((a) => a.map((x) => x & 0x7f)), fc.nat(3), (bytes, pad) => {
+      const b = Buffer.concat([Buffer.alloc(pad, 0x41), Buffer.from(bytes), Buffer.alloc(pad, 0x42)]);
+      assert.equal(asciiText(b, pad, pad + bytes.length), Buffer.from(bytes).toString('latin1'));
+    }), { numRuns: 1000 });
   });
 
   test('durationJson writes the fraction as the padStart and trailing-zero regex form did', () => {

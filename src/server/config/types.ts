@@ -69,6 +69,8 @@ export interface Match {
    * wildcard itself (`files=files/*`), so that every value it matches shares one counter.
    */
   key: string;
+  /** keyLength — the length of {@link key}, known without building it (the store's cap is checked on it). */
+  keyLength: number;
   /**
    * client — the client's key in the limit's limiter, as the operators see it: {@link key} without the domain
    * (`remote_address=10.0.0.1`). The limiter puts the domain back below its API (its namespace), so the store key is
