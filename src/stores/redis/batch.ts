@@ -134,7 +134,7 @@ class BatchCall extends Call {
     const b = this.bound;
     const script = b.batch;
     const entries = this.entries;
-    const deadline = this.calls.deadline(this) ?? '';
+    const deadline = this.calls.deadline(this);
     const cost = entries[0].cost;
     let same = true;
     for (const e of entries) if (e.now !== undefined || e.cost !== cost) same = false;
