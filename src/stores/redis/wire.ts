@@ -31,27 +31,25 @@ const CommandClass: CommandCtor | undefined = (() => {
   }
 })();
 
-/** Late — how a command is rewritten to change nothing: its arguments with a deadline already past (the script's text, for EVAL). */
-type Late = (args: (string | Buffer)[]) => (string | Buffer)[];
-
 /**
  * OnceCommand — the ioredis Command of a check or a batch, run at most once. ioredis writes a command again when its
  * connection closed before the reply (`autoResendUnfulfilledCommands`, on by default; a Cluster's retry of a command
  * whose node connection closed): Redis may have run the first one — its reply was lost with the connection — and a
  * check is not idempotent (a check admitted once was charged twice). So a command written again on another socket
- * while the one it was first written on is closed goes as EVAL of its script's text with a deadline already past
- * (`late`): it changes nothing, the store answers it by the failure policy, and the check is charged at most once
+ * while the one it was first written on is closed goes as EVAL of its script's text (`text`) with a deadline already
+ * past (`late`): it changes nothing, the store answers it by the failure policy, and the check is charged at most once
  * (by the first, if Redis ran it). EVAL, not EVALSHA: a server that lost its scripts (restarted) answers NOSCRIPT,
  * which the store would re-send by text with the real deadline. A redirection (MOVED, ASK, TRYAGAIN) leaves the first
  * socket open: the command is re-sent as it is (Redis did not run it).
  */
-type OnceCtor = new (name: string, args: string[], options: CommandOptions, late: Late) => IoCommand;
+type OnceCtor = new (name: string, args: string[], options: CommandOptions, text: string, batch: boolean) => IoCommand;
 const OnceCommand: OnceCtor | undefined = CommandClass === undefined ? undefined : class extends CommandClass {
   /** socket — the socket this command was first written on (undefined: not written yet). */
   private socket: unknown;
   /** rewritten — the command goes as its late form from now on. */
   private rewritten = false;
-  constructor(name: string, args: string[], options: CommandOptions, private readonly late: Late) {
+  /** text — the script's text; batch — a batch's ARGV (the deadline first), else a check's (now, cost, deadline). */
+  constructor(name: string, args: string[], options: CommandOptions, private readonly text: string, private readonly batch: boolean) {
     super(name, args, options);
   }
 
@@ -60,10 +58,15 @@ const OnceCommand: OnceCtor | undefined = CommandClass === undefined ? undefined
     if (first === undefined) this.socket = socket;
     else if (!this.rewritten && first !== socket && closed(first)) {
       this.rewritten = true;
-      this.args = this.late(this.args);
       this.name = 'eval';
+      this.args = this.late(this.args);
     }
     return super.toWritable(socket);
+  }
+
+  /** late — the arguments as EVAL of the text, the key (as ioredis prefixed it), and a past deadline. */
+  private late(a: (string | Buffer)[]): (string | Buffer)[] {
+    return this.batch ? [this.text, a[1], a[2], PAST, ...a.slice(4)] : [this.text, a[1], a[2], a[3] ?? '', a[4] ?? '1', PAST];
   }
 };
 
@@ -136,12 +139,8 @@ export function checkSenders(c: RedisClient): { checkBuffer: CheckSend; batchBuf
     const keyPrefix = direct.options?.keyPrefix;
     const opts: CommandOptions = keyPrefix ? { replyEncoding: null, keyPrefix } : { replyEncoding: null };
     return {
-      // late: the text, the key (as ioredis prefixed it), now, cost, and a past deadline
-      checkBuffer: (text, script, key, now, cost, dl) => direct.sendCommand!(new Cmd(text ? 'eval' : 'evalsha', args(text ? script.text : script.sha, key, now, cost, dl), opts,
-        (a) => [script.text, a[1], a[2], a[3] ?? '', a[4] ?? '1', PAST])),
-      // late: the text, the key, a past deadline (ARGV[1]), the checks
-      batchBuffer: (text, script, key, a) => direct.sendCommand!(new Cmd(text ? 'eval' : 'evalsha', [text ? script.text : script.sha, '1', key, ...a], opts,
-        (b) => [script.text, b[1], b[2], PAST, ...b.slice(4)])),
+      checkBuffer: (text, script, key, now, cost, dl) => direct.sendCommand!(new Cmd(text ? 'eval' : 'evalsha', args(text ? script.text : script.sha, key, now, cost, dl), opts, script.text, false)),
+      batchBuffer: (text, script, key, a) => direct.sendCommand!(new Cmd(text ? 'eval' : 'evalsha', [text ? script.text : script.sha, '1', key, ...a], opts, script.text, true)),
     };
   }
   if (typeof methods.evalshaBuffer === 'function' && typeof methods.evalBuffer === 'function') {
