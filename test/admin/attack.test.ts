@@ -112,7 +112,7 @@ describe('a web page cannot drive the admin listener (loopback, no token: the CL
   });
 
   it('DNS rebinding: a Host that is not the listener\'s own address is refused (421), the own address and localhost pass', async () => {
-    for (const path of ['/admin/top', '/admin/config', '/admin/blocks', '/']) {
+    for (const path of ['/admin/top', '/admin/config', '/admin/blocks', '/admin/store', '/']) {
       const r = await raw(port, path, { host: 'evil.example' });
       assert.equal(r.status, 421, `${path}: ${r.text}`);
       assert.match(r.text, /Host/);
@@ -124,6 +124,10 @@ describe('a web page cannot drive the admin listener (loopback, no token: the CL
     assert.equal((await raw(port, '/admin/top', { host: `127.0.0.1:${port}` })).status, 200);
     assert.equal((await raw(port, '/admin/top', { host: `localhost:${port}` })).status, 200);
     assert.equal((await raw(port, '/admin/top', { host: `127.0.0.1.evil.example:${port}` })).status, 421, 'a name that starts with 127. is not this listener');
+    // the store's view (fleet size, fallback, failures) is read-only, and still not for another site's page to read
+    assert.equal((await raw(port, '/admin/store', { host: `127.0.0.1:${port}`, 'sec-fetch-site': 'cross-site' })).status, 403);
+    assert.equal((await raw(port, '/admin/store', { host: `127.0.0.1:${port}`, origin: 'http://evil.example' })).status, 403);
+    assert.equal((await raw(port, '/admin/store', { host: `127.0.0.1:${port}` })).status, 200);
     assert.deepEqual(await api.blocks(), []);
   });
 

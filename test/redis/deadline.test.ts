@@ -60,6 +60,30 @@ describe('a check refused by a timeout is not charged', () => {
     }
   });
 
+  for (const batch of [true, false]) {
+    test(`checks that always give their own now (batch ${batch}): refused during a hang, not charged after it`, async () => {
+      // a check with an explicit now needs no TIME, so its reply carried no server clock: the store never learned the
+      // offset its deadlines are written on, and every check refused by a timeout ran when Redis woke (charged 20)
+      const store = new RedisStore({ client, onError: 'deny', prefix: `dl:${randomBytes(4).toString('hex')}:`, timeout: 150, batch });
+      const lim = limiter({ rules: [rules.fixedWindow({ limit: 50, per: '1h' })], store });
+      const now = 1_800_000_000_000;
+      try {
+        for (let i = 0; i < 10; i++) assert.ok((await lim.check('k', { now })).allowed);
+        await Promise.all([lim.check('w', { now, cost: 0 }), lim.check('w', { now, cost: 0 })]); // the batch script loaded
+        server.pause();
+        const refused = await Promise.all(Array.from({ length: 20 }, () => lim.check('k', { now })));
+        assert.ok(refused.every((d) => d.reason === 'store-unavailable' && !d.allowed));
+        await settle(store);
+        const d = await lim.peek('k', { now });
+        assert.ok(fromRedis(d));
+        assert.equal(d.remaining, 40);
+      } finally {
+        server.resume();
+        store.close();
+      }
+    });
+  }
+
   test('property: whatever the hangs, Redis charged exactly the checks it admitted in time', async () => {
     const phase = fc.record({ pause: fc.integer({ min: 0, max: 400 }), checks: fc.integer({ min: 1, max: 25 }), spread: fc.integer({ min: 0, max: 300 }) });
     await fc.assert(

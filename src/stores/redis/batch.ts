@@ -134,7 +134,7 @@ class BatchCall extends Call {
     const b = this.bound;
     const script = b.batch;
     const entries = this.entries;
-    const deadline = this.calls.deadline(this) ?? '';
+    const deadline = this.calls.deadline(this);
     const cost = entries[0].cost;
     let same = true;
     for (const e of entries) if (e.now !== undefined || e.cost !== cost) same = false;
@@ -142,7 +142,7 @@ class BatchCall extends Call {
     const args = same ? [deadline, '*', String(entries.length), String(cost)] : [deadline];
     if (!same) for (const e of entries) args.push(e.now === undefined ? '' : String(e.now), String(e.cost));
     // the checks' road (wire.ts): callBuffer loses the command's name under ioredis's enableAutoPipelining
-    return b.store.batchBuffer(text, text ? script.text : script.sha, this.redisKey, args);
+    return b.store.batchBuffer(text, script, this.redisKey, args);
   }
 
   override seen(reply: unknown): void {

@@ -42,8 +42,7 @@ export interface BoundHost {
   /** failing — whether the latest check was answered by the failure policy: a check's reply clears it. */
   failing: boolean;
   readonly isCluster: boolean;
-  readonly evalshaBuffer: CheckSend;
-  readonly evalBuffer: CheckSend;
+  readonly checkBuffer: CheckSend;
   readonly batchBuffer: BatchSend;
   cork(): void;
   /** batcher — the hot keys' batches of this tick (batch.ts), undefined when `batch: false`. */
@@ -319,9 +318,7 @@ export class CheckCall extends Call {
     const store = b.store;
     const now = this.now;
     const cost = this.cost;
-    return (text ? store.evalBuffer : store.evalshaBuffer)(
-      text ? b.script.text : b.script.sha, this.redisKey, now === undefined ? undefined : String(now), cost === 1 ? '1' : String(cost), store.calls.deadline(this),
-    );
+    return store.checkBuffer(text, b.script, this.redisKey, now === undefined ? undefined : String(now), cost === 1 ? '1' : String(cost), store.calls.deadline(this));
   }
 
   override seen(reply: unknown): void {

@@ -48,15 +48,23 @@ export function learnOffset(b: Budget, wall: number, local: number): void {
 }
 
 /**
+ * UNKNOWN_DEADLINE — the deadline a call carries while its server's clock offset is unknown: one no script reaches,
+ * so the call runs whenever it arrives, but it makes a check read the server's clock (TIME) and return it, from which
+ * the offset is learnt. Without it a store whose checks all give their own `now` (no TIME needed) never learnt it,
+ * and none of its checks carried a deadline: a check refused by a timeout was charged when Redis woke.
+ */
+export const UNKNOWN_DEADLINE = '1e308';
+
+/**
  * deadlineOf — the deadline a call given up at `at` (performance.now() ms) carries, on the server's clock: never later
  * than the server's time when the store gives up on it (the offset is a lower bound), so a script that starts after
  * that changes nothing; and a margin earlier (a tenth of the timeout, at most 25 ms), so that the reply of a script
- * that did run in time has that long to arrive before the store gives up. Undefined while the offset is unknown (the
- * first calls to a server).
+ * that did run in time has that long to arrive before the store gives up. UNKNOWN_DEADLINE while the offset is
+ * unknown (the first calls to a server, until a reply brings its clock).
  */
-export function deadlineOf(b: Budget, at: number, timeout: number): string | undefined {
+export function deadlineOf(b: Budget, at: number, timeout: number): string {
   const o = b.offset;
-  return o === o ? String(at - (timeout < 250 ? timeout / 10 : 25) + o) : undefined;
+  return o === o ? String(at - (timeout < 250 ? timeout / 10 : 25) + o) : UNKNOWN_DEADLINE;
 }
 
 /** Deadline — one call waiting for its answer or its timeout, whichever comes first. */
@@ -134,7 +142,7 @@ export class Calls {
   }
 
   /** deadline — the deadline ARGV of `call` (deadlineOf), on its server's clock. */
-  deadline(call: Call): string | undefined {
+  deadline(call: Call): string {
     return deadlineOf(call.budget, call.at, this.timeout);
   }
 
@@ -225,7 +233,7 @@ export class Calls {
     const refused = this.refuse(budget);
     if (refused !== undefined) return Promise.reject(refused);
     const at = performance.now() + this.timeout;
-    if (deadline) args = [deadlineOf(budget, at, this.timeout) ?? '', ...args];
+    if (deadline) args = [deadlineOf(budget, at, this.timeout), ...args];
     return new Promise((resolve, reject) => this.start(new ScriptCall(budget, at, this.client, script, keys, args, binary, resolve, reject)));
   }
 

@@ -143,12 +143,14 @@ export function scaleAmount(amount: number, n: number): number {
 /**
  * scaleRule — `rule` with the amounts it admits divided by `n` (scaleAmount): `limit` for every algorithm (a
  * window's count, a bucket's rate, earrrl's and exponential's rate), and `burst` for the bucket algorithms
- * (tokenBucket, leakyBucket, gcra). Name, period, half-life and accounting stay.
+ * (tokenBucket, leakyBucket, gcra). Name, period, half-life and accounting stay. A burst below one cost unit is a
+ * limit's default (a burst given must be >= 1): it stays the default, which is then the limit, itself not divided.
  */
 export function scaleRule(rule: RuleConfig, n: number): RuleConfig {
   if (n <= 1) return rule;
   const o: Parameters<typeof ruleOf>[1] = { limit: scaleAmount(rule.limit, n), per: rule.per, name: rule.name, accounting: rule.accounting };
-  if (rule.algorithm === 'tokenBucket' || rule.algorithm === 'leakyBucket' || rule.algorithm === 'gcra') o.burst = scaleAmount(rule.burst, n);
+  const bursty = rule.algorithm === 'tokenBucket' || rule.algorithm === 'leakyBucket' || rule.algorithm === 'gcra';
+  if (bursty && rule.burst >= 1) o.burst = scaleAmount(rule.burst, n);
   if (rule.algorithm === 'earrrl') o.halfLife = rule.halfLife;
   return ruleOf(rule.algorithm, o);
 }

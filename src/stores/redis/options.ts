@@ -38,7 +38,8 @@ export interface RedisStoreOptions {
   /**
    * maxPending — the most commands sent and not yet answered, per server (per master of a Cluster: a hung node
    * costs only the checks of its own keys); past it a check of a key on that server answers by `onError` at once,
-   * so a hung server cannot grow a queue without bound. @default 10_000
+   * so a hung server cannot grow a queue without bound. A batch of one key's checks (up to 64, `batch`) is one
+   * command: at most 64 × maxPending checks wait on a server. @default 10_000
    */
   maxPending?: number;
   /** fallbackMaxKeys — `maxKeys` of the `'memory'` fallback store. @default 100_000 */

@@ -58,9 +58,8 @@ export class RedisStore implements Store, BoundHost {
   readonly coalesce: boolean;
   /** batcher — the plain checks of one key in one tick, sent as one script call (batch.ts; option `batch`, on by default). */
   readonly batcher: Batcher | undefined;
-  /** evalshaBuffer, evalBuffer — send a check's command (one key; now, cost, deadline), the reply kept as bytes. */
-  readonly evalshaBuffer: CheckSend;
-  readonly evalBuffer: CheckSend;
+  /** checkBuffer — sends a check's command (one key; now, cost, deadline), the reply kept as bytes (wire.ts). */
+  readonly checkBuffer: CheckSend;
   /** batchBuffer — sends a batch's command (batch.ts) by the same road, the reply kept as bytes. */
   readonly batchBuffer: BatchSend;
   /** waitFor — with `wait`: a write's promise joined with the WAIT sent right behind it (undefined: no WAIT). */
@@ -77,7 +76,7 @@ export class RedisStore implements Store, BoundHost {
     const s = readSettings(options, c);
     this.client = c;
     this.nodeOf = masterOf(c);
-    ({ evalshaBuffer: this.evalshaBuffer, evalBuffer: this.evalBuffer, batchBuffer: this.batchBuffer } = checkSenders(c));
+    ({ checkBuffer: this.checkBuffer, batchBuffer: this.batchBuffer } = checkSenders(c));
     this.prefix = s.prefix;
     this.timeout = s.timeout;
     this.onError = s.onError;
