@@ -244,7 +244,8 @@ export class HttpFront implements BodySink {
     let d: Decision | Promise<Decision>;
     try {
       const h = authHeaders(req.rawHeaders);
-      const p = h[0];
+      // both as UTF-8: a policy named `café` in the configuration is the one /v1/check reaches
+      const p = headerText(h[0], 'X-Ratekeeper-Policy');
       const key = headerText(h[1], 'X-Ratekeeper-Key');
       const costText = h[2];
       if (p === undefined || p === '') throw new BadRequest('X-Ratekeeper-Policy', 'header is missing');
