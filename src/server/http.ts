@@ -73,6 +73,10 @@ export class HttpFront implements BodySink {
     };
     const handler = (req: IncomingMessage, res: ServerResponse): void => this.handle(req, res);
     this.server = options.tls === undefined ? createServer(serverOptions, handler) : createSecureServer({ ...serverOptions, handshakeTimeout: timeout, ...options.tls }, handler);
+    // every header is read: node's default keeps the first 2 000 and drops the rest unseen, so a client could put its
+    // own X-Ratekeeper-Key first and push a proxy's appended copy past it (/v1/auth's repeat check never saw it). The
+    // header bytes stay bounded by node's maxHeaderSize (16 KiB: at most ~4 000 headers)
+    this.server.maxHeadersCount = 0;
   }
 
   private handle(req: IncomingMessage, res: ServerResponse): void {
@@ -240,7 +244,8 @@ export class HttpFront implements BodySink {
     let d: Decision | Promise<Decision>;
     try {
       const h = authHeaders(req.rawHeaders);
-      const p = h[0];
+      // both as UTF-8: a policy named `café` in the configuration is the one /v1/check reaches
+      const p = headerText(h[0], 'X-Ratekeeper-Policy');
       const key = headerText(h[1], 'X-Ratekeeper-Key');
       const costText = h[2];
       if (p === undefined || p === '') throw new BadRequest('X-Ratekeeper-Policy', 'header is missing');

@@ -5,7 +5,7 @@
  * matched limit `replaces`: OK; no limiter: OK) → the live descriptors, which the service decides all-or-nothing.
  */
 import type { Limiter } from '../limiter.js';
-import { MAX_KEY_LENGTH, key_ } from '../limiter.js';
+import { MAX_KEY_LENGTH } from '../limiter.js';
 import { MAX_AMOUNT } from '../core/rules.js';
 import { formatDuration } from '../core/duration.js';
 import type { LimitSpec, Match, ServiceConfig } from './config/types.js';
@@ -94,8 +94,12 @@ export function plan(req: RlsRequest, cfg: ServiceConfig | undefined, limits: Re
         m = cfg.override(domain, entries, o);
         const base = m === undefined ? undefined : cfg.match(domain, entries);
         const brt = base === undefined || base.limit.unlimited || base.limit.denyAll ? undefined : limits.get(base.limit.id);
-        // the guard's key is checked as the library checks an item's (its decision trusts the service's keys)
-        if (brt !== undefined && base !== undefined) (guards ??= []).push({ index: i, limiter: brt.limiter, key: key_(base.client) });
+        // the guard's key is held to the cap as a live item's (the decision trusts the service's keys): escaping can
+        // lengthen it past the cap as sent, and the refusal names the descriptor
+        if (brt !== undefined && base !== undefined) {
+          if (base.keyLength > MAX_KEY_LENGTH) throw keyTooLong(i, base.keyLength);
+          (guards ??= []).push({ index: i, limiter: brt.limiter, key: base.client });
+        }
       } else {
         m = cfg.match(domain, entries);
       }

@@ -11,11 +11,11 @@ import { startService, type Running } from '../../src/server/serve.js';
 import { http } from './procs.js';
 import { configFile } from './support.js';
 
-/** auth — GET /v1/auth with the key header's raw bytes; the status. */
-function auth(port: number, key: Buffer): Promise<number> {
+/** auth — GET /v1/auth with the key (and policy) header's raw bytes; the status. */
+function auth(port: number, key: Buffer, policy = Buffer.from('api')): Promise<number> {
   return new Promise((resolve, reject) => {
     const s = connect(port, '127.0.0.1', () => {
-      s.write(Buffer.concat([Buffer.from('GET /v1/auth HTTP/1.1\r\nHost: x\r\nConnection: close\r\nX-Ratekeeper-Policy: api\r\nX-Ratekeeper-Key: '), key, Buffer.from('\r\n\r\n')]));
+      s.write(Buffer.concat([Buffer.from('GET /v1/auth HTTP/1.1\r\nHost: x\r\nConnection: close\r\nX-Ratekeeper-Policy: '), policy, Buffer.from('\r\nX-Ratekeeper-Key: '), key, Buffer.from('\r\n\r\n')]));
     });
     let got = '';
     s.setEncoding('latin1');
@@ -29,7 +29,7 @@ function auth(port: number, key: Buffer): Promise<number> {
 describe('GET /v1/auth: the key header as UTF-8', () => {
   let r: Running;
   before(async () => {
-    r = await startService({ config: configFile(`policies:\n  api: { rules: '2/min' }\n`), port: 0, grpcPort: -1, adminPort: -1, log: () => undefined });
+    r = await startService({ config: configFile(`policies:\n  api: { rules: '2/min' }\n  café: { rules: '1/min' }\n`), port: 0, grpcPort: -1, adminPort: -1, log: () => undefined });
   });
   after(async () => {
     await r.close();
@@ -46,5 +46,12 @@ describe('GET /v1/auth: the key header as UTF-8', () => {
   test('bytes that are not UTF-8: 400 naming the header; ASCII keys as before', async () => {
     assert.equal(await auth(r.httpPort!, Buffer.from([0x61, 0xff, 0x62])), 400);
     assert.equal(await auth(r.httpPort!, Buffer.from('plain-ascii')), 200);
+  });
+
+  test('the policy header is UTF-8 too: a policy named café is reachable, one client with /v1/check', async () => {
+    // before, the header was read as Latin-1 (`cafÃ©`): 400 "no policy" for a policy /v1/check reaches
+    assert.equal(await auth(r.httpPort!, Buffer.from('bob'), Buffer.from('café', 'utf8')), 200);
+    assert.equal((await http(r.httpPort!, 'POST', '/v1/check', { policy: 'café', key: 'bob' })).status, 429, 'the same client: 1/min used');
+    assert.equal(await auth(r.httpPort!, Buffer.from('bob'), Buffer.from([0x63, 0xe9])), 400, 'not UTF-8');
   });
 });

@@ -51,4 +51,19 @@ describe('a block or exemption holds whatever limit the request carries', () => 
     assert.equal((await send('8.8.8.8')).overallCode, 'OK');
     assert.equal((await send('8.8.8.8')).overallCode, 'OVER_LIMIT', 'not exempt: 1/min');
   });
+
+  test('a guarded client whose key escapes past the cap is refused naming the descriptor, on /json and gRPC', async () => {
+    // 1 500 `&` are 1 520 characters as sent (under the 4 096 cap, so not refused before matching) and 4 515 once
+    // escaped (`%26` each): the configured limit's client, looked at for its block, is past the cap. Before, the
+    // library's own key check answered it without a field (`key must be a non-empty string …`); the same descriptor
+    // without its own limit named `descriptors[0].entries`
+    const ip = '&'.repeat(1500);
+    const res = await fetch(`http://127.0.0.1:${svc.running.httpPort}/json`, { method: 'POST', headers: JSON_HEADERS, body: JSON.stringify({ domain: 'edge', descriptors: [desc(ip, true)] }) });
+    const body = await res.json() as { field: string; error: string };
+    assert.equal(res.status, 400);
+    assert.equal(body.field, 'descriptors[0].entries', JSON.stringify(body));
+    const plain = await (await fetch(`http://127.0.0.1:${svc.running.httpPort}/json`, { method: 'POST', headers: JSON_HEADERS, body: JSON.stringify({ domain: 'edge', descriptors: [desc(ip, false)] }) })).json() as { field: string };
+    assert.equal(plain.field, 'descriptors[0].entries');
+    await assert.rejects(viaGrpc(ip, true), (e: { code: number; details: string }) => e.code === 3 && e.details.startsWith('descriptors[0].entries: '));
+  });
 });
