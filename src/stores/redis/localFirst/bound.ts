@@ -82,6 +82,8 @@ class Copy {
   debt = false;
   /** waiters — checks waiting for the in-flight (or next) sync's answer. */
   waiters: { resolve: () => void; reject: (e: unknown) => void }[] = [];
+  /** waitSince — performance.now() when the first of the current waiters began to wait. */
+  waitSince = 0;
   /** log — the shared sliding log, for a policy with slidingLog rules (the global one as synced, charges since replayed). */
   constructor(readonly state: Float64Array, readonly log: Log | undefined) {}
   get unseen(): number {
@@ -118,6 +120,13 @@ export class LocalBound extends RedisBound {
   /** urgent — clients to sync at the end of this tick. */
   private urgent = new Set<string>();
   private scheduled = false;
+  /** held — a flush waits for the window (window.ts): flushNow does nothing until a sync call settles; holdTimer — answers the waiting checks meanwhile. */
+  private held = false;
+  private holdTimer: NodeJS.Timeout | undefined;
+  /** later — clients the timer made due (their flushEvery passed), sent after the urgent ones. */
+  private later = new Set<string>();
+  /** waiting — clients with checks waiting for a sync, in the order they began to wait (expireWaiters). */
+  private readonly waiting = new Map<string, Copy>();
   private timer: NodeJS.Timeout | undefined;
   private timerAt = Infinity;
   /** lastKey — the most recently used copy's key (its LRU move is skipped). */
@@ -147,7 +156,13 @@ export class LocalBound extends RedisBound {
 
   override evaluate(key: string, cost: number, now: number | undefined): Promise<Decision> {
     if (this.retired) return this.exactWithout(key, cost, now);
-    const c = this.copies.get(key);
+    let c = this.copies.get(key);
+    // a cold client under cold 'fresh' starts a copy here, as slow() would, without an async frame per new client
+    if (c === undefined && this.fresh && !this.exacting.has(key)) {
+      if (!this.room()) return this.exactWithout(key, cost, now);
+      c = this.insert(key);
+      c.synced = performance.now();
+    }
     if (c !== undefined && this.ready(c, cost, performance.now())) return Promise.resolve(this.decide(key, c, cost, now));
     return this.slow(key, cost, now);
   }
@@ -340,6 +355,11 @@ export class LocalBound extends RedisBound {
   /** awaitSync — resolves at the next answer of a sync of `key` (the one in flight, or one sent at the end of this tick). */
   private awaitSync(key: string, c: Copy): Promise<void> {
     return new Promise((resolve, reject) => {
+      if (c.waiters.length === 0) {
+        c.waitSince = performance.now();
+        this.waiting.delete(key);
+        this.waiting.set(key, c);
+      }
       c.waiters.push({ resolve, reject });
       if (c.inflight === undefined) this.soon(key);
     });
@@ -379,7 +399,7 @@ export class LocalBound extends RedisBound {
         break;
       }
       this.due.delete(k);
-      this.urgent.add(k);
+      this.later.add(k);
     }
     this.flushNow();
   }
@@ -429,6 +449,8 @@ export class LocalBound extends RedisBound {
     this.grew(-this.cells);
     this.due.clear();
     this.urgent.clear();
+    this.later.clear();
+    this.waiting.clear();
     this.lastKey = undefined;
     if (this.timer !== undefined) clearTimeout(this.timer);
     this.timer = undefined;
@@ -441,19 +463,100 @@ export class LocalBound extends RedisBound {
     return false;
   }
 
-  /** flushNow — one batch: a flight for every urgent client not already in flight, grouped into script calls. */
+  /**
+   * flushNow — one batch: a flight for every queued client not already in flight (urgent first, then those the timer
+   * made due), grouped into script calls, as many calls as the window lets go; the rest stay queued, in order, until a
+   * call settles. A check that has waited the store's timeout for its sync is answered by the failure policy.
+   */
   private flushNow(): void {
     this.scheduled = false;
-    const keys = this.urgent;
-    this.urgent = new Set();
+    const p = performance.now();
+    this.expireWaiters(p);
+    if (this.held) return;
     const groups = new Map<number, string[]>();
     /** carried — the charges each group's call carries so far (at most CALL_CHARGES: the call's ARGV is bounded). */
     const carried = new Map<number, number>();
     const cluster = this.store.isCluster;
-    const p = performance.now();
+    /** back — the keys taken from the queues whose call the window held back. */
+    const back: string[] = [];
+    for (const queue of [this.urgent, this.later]) {
+      for (const key of queue) {
+        if (back.length > 0) break;
+        queue.delete(key);
+        const c = this.copies.get(key);
+        if (c === undefined || c.inflight !== undefined) continue;
+        if (c.retry?.alone === true) {
+          if (!this.launch([key], p)) back.push(key);
+          continue;
+        }
+        const g = cluster ? slotOf(this.redisKey(key)) : 0;
+        const count = (c.retry !== undefined ? c.retry.charges.length : c.unsent.length) / 3;
+        let list = groups.get(g);
+        if (list !== undefined && (list.length >= BATCH || (carried.get(g) as number) + count > CALL_CHARGES)) {
+          if (!this.launch(list, p)) {
+            back.push(key);
+            break;
+          }
+          list = undefined;
+        }
+        if (list === undefined) {
+          list = [];
+          groups.set(g, list);
+          carried.set(g, 0);
+        }
+        list.push(key);
+        carried.set(g, (carried.get(g) as number) + count);
+      }
+    }
+    for (const list of groups.values()) if (back.length > 0 || !this.launch(list, p)) back.push(...list);
+    if (back.length === 0) return;
+    // ahead of what is still queued: re-queued first, the urgent ones' order kept
+    const rest = this.urgent;
+    this.urgent = new Set(back);
+    for (const k of rest) this.urgent.add(k);
+    this.held = true;
+    this.hub.window.wait(this.resume);
+    this.holdTimer ??= setTimeout(() => {
+      this.holdTimer = undefined;
+      this.expireWaiters(performance.now());
+    }, this.store.calls.timeout).unref();
+  }
+
+  /** resume — a sync call settled: a flush the window held back tries again. */
+  private readonly resume = (): void => {
+    this.held = false;
+    if (this.holdTimer !== undefined) clearTimeout(this.holdTimer);
+    this.holdTimer = undefined;
+    if (this.urgent.size > 0 || this.later.size > 0) {
+      if (!this.scheduled) {
+        this.scheduled = true;
+        process.nextTick(() => this.flushNow());
+      }
+    }
+  };
+
+  /**
+   * expireWaiters — the checks that have waited the store's timeout for a sync (queued behind the window, or in a
+   * call not answered yet) are answered by the failure policy. `waiting` is in the order they began to wait.
+   */
+  private expireWaiters(p: number): void {
+    const timeout = this.store.calls.timeout;
+    for (const [key, c] of this.waiting) {
+      if (p - c.waitSince <= timeout) break;
+      this.waiting.delete(key);
+      if (c.waiters.length > 0) this.rejectWaiters(c, new StoreUnavailableError(`no sync answered within ${timeout} ms`));
+    }
+  }
+
+  /**
+   * launch — sends one call of `keys` (one server's) if the window lets it go: each client's flight made (its retry, its
+   * unsent charges, or a fetch) and sent. False: held back, nothing changed.
+   */
+  private launch(keys: string[], p: number): boolean {
+    const node = this.store.calls.budgetOf(this.redisKey(keys[0])).node;
+    if (!this.hub.window.take(node, keys.length)) return false;
     for (const key of keys) {
-      const c = this.copies.get(key);
-      if (c === undefined || c.inflight !== undefined) continue;
+      const c = this.copies.get(key) as Copy;
       let f = c.retry;
       if (f !== undefined) {
         c.retry = undefined;
@@ -468,27 +571,20 @@ export class LocalBound extends RedisBound {
       }
       f.sent = p;
       c.inflight = f;
-      if (f.alone === true) {
-        this.send([key]);
-        continue;
-      }
-      const g = cluster ? slotOf(this.redisKey(key)) : 0;
-      const count = f.charges.length / 3;
-      let list = groups.get(g);
-      if (list === undefined || list.length >= BATCH || (carried.get(g) as number) + count > CALL_CHARGES) {
-        if (list !== undefined && list.length > 0) this.send(list);
-        list = [];
-        groups.set(g, list);
-        carried.set(g, 0);
-      }
-      list.push(key);
-      carried.set(g, (carried.get(g) as number) + count);
     }
-    for (const list of groups.values()) if (list.length > 0) this.send(list);
+    this.send(keys, node);
+    return true;
   }
 
-  /** send — one sync call for these clients (each with its flight in c.inflight; `given`: their copies, else looked up). */
-  private send(keys: string[], given?: Copy[]): void {
+  /** rejectWaiters — the checks waiting for `c`'s sync are answered by `e` (the failure policy decides them). */
+  private rejectWaiters(c: Copy, e: unknown): void {
+    const waiters = c.waiters;
+    c.waiters = [];
+    for (const w of waiters) w.reject(e);
+  }
+
+  /** send — one sync call of `keys` to `node`, taken from the window (released when the call settles). */
+  private send(keys: string[], node: string, given?: Copy[]): void {
     const redisKeys: string[] = [];
     const args: string[] = [this.hub.id, String(KEEP), String(this.every)];
     const copies: Copy[] = [];
@@ -507,6 +603,7 @@ export class LocalBound extends RedisBound {
     this.store.run(this.syncer.script, redisKeys, args, true).then(
       (reply) => {
         const at = performance.now();
+        this.hub.window.release(node, keys.length);
         this.hub.latency(at - sent);
         if (this.moving.size > 0) this.moving.delete(slotOf(redisKeys[0])); // the slot's syncs run again
         // a reply not in the sync's shape (a proxy, a server that is not Redis): that client's flush failed (retried as is)
@@ -529,6 +626,7 @@ export class LocalBound extends RedisBound {
         }
       },
       (e: unknown) => {
+        this.hub.window.release(node, keys.length);
         this.hub.stats.failures++;
         this.store.noteFailure(e);
         if (this.store.isCluster && tryAgain(e)) this.moving.set(slotOf(redisKeys[0]), performance.now() + MOVING_HOLD);
@@ -536,7 +634,10 @@ export class LocalBound extends RedisBound {
         // one client's keys may have failed the whole call (Redis runs the script to its first error): each is sent
         // alone, with the same flight (a client applied before the error is then a duplicate, applied once)
         if (mine && keys.length > 1) {
-          for (let i = 0; i < keys.length; i++) this.send([keys[i]], [copies[i]]);
+          for (let i = 0; i < keys.length; i++) {
+            this.hub.window.take(node, 1, true);
+            this.send([keys[i]], node, [copies[i]]);
+          }
           return;
         }
         for (let i = 0; i < keys.length; i++) {
@@ -596,6 +697,7 @@ export class LocalBound extends RedisBound {
     }
     const waiters = c.waiters;
     c.waiters = [];
+    if (waiters.length > 0) this.waiting.delete(key);
     for (const w of waiters) w.resolve();
     if (c.retry !== undefined || c.unseen >= this.m) this.soon(key);
     if (this.cells > this.maxCells) this.room();
@@ -616,6 +718,7 @@ export class LocalBound extends RedisBound {
     }
     const waiters = c.waiters;
     c.waiters = [];
+    if (waiters.length > 0) this.waiting.delete(key);
     for (const w of waiters) w.reject(e);
   }
 

@@ -5,6 +5,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { localClock } from '../../../core/clock.js';
+import { SyncWindow } from './window.js';
 
 /** LocalFirstStats — the local-first mode's view for operators (RedisStore.localFirstStats()); counts since the store was made. */
 export interface LocalFirstStats {
@@ -53,6 +54,8 @@ export class LocalHub {
     copies: 0, unsynced: 0, debt: 0, flushes: 0, calls: 0, fetches: 0, flushedUnits: 0, failures: 0, duplicates: 0, lost: 0,
     latency: { count: 0, sum: 0, max: 0, buckets: LATENCY_BOUNDS.map(() => 0) }, exact: 0, logEntries: 0,
   };
+  /** window — the sync calls in flight per server, bounded (window.ts): every policy's flushes share it. */
+  readonly window = new SyncWindow();
   /** offset — server clock minus performance.now(), ms (NaN: unknown); offsetAt — performance.now() of that sample. */
   private offset = Number.NaN;
   private offsetAt = 0;
