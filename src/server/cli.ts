@@ -64,6 +64,8 @@ export function serveOptions(argv: string[], env: NodeJS.ProcessEnv): ServeOptio
   if (given.length > 1) throw new ServeUsageError(`give ${given.join(' or ')}, not ${given.length === 2 ? 'both' : 'several'}: one Redis deployment`);
   if (redis === undefined && redisCluster === undefined && redisSentinel === undefined) {
     const t = redisTarget(env, ServeUsageError);
+    // the address came from REDIS_URL: its errors name REDIS_URL, not a flag that was never given
+    if (t.redis !== undefined || t.cluster !== undefined) redisConnect.from.url = 'REDIS_URL';
     redis = t.redis;
     redisCluster = t.cluster;
     redisSentinel = t.sentinels;
