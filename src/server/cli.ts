@@ -56,6 +56,7 @@ export function serveOptions(argv: string[], env: NodeJS.ProcessEnv): ServeOptio
   }
   let redis = nonEmpty(f.redis, '--redis');
   let redisCluster = nonEmpty(f['redis-cluster'], '--redis-cluster')?.split(',').map((s) => s.trim()).filter(Boolean);
+  if (redisCluster?.length === 0) throw new ServeUsageError(`--redis-cluster names no node, got ${show(f['redis-cluster'])}: give host:port,host:port,…`);
   const redisConnect = redisFlags(f as Record<string, string | boolean | undefined>, env, ServeUsageError);
   let redisSentinel = redisConnect.sentinels;
   let redisSentinelMaster = redisConnect.sentinelMaster;

@@ -136,6 +136,7 @@ export function redisFlags(f: Record<string, string | boolean | undefined>, env:
   const sentinels = str('redis-sentinel');
   if (sentinels !== undefined) {
     r.sentinels = sentinels.split(',').map((s) => s.trim()).filter(Boolean);
+    if (r.sentinels.length === 0) throw new Usage(`--redis-sentinel names no Sentinel, got ${show(redactAddress(sentinels))}: give host:port,host:port,…`);
     from.sentinels = '--redis-sentinel';
   }
   const master = str('redis-sentinel-master');
@@ -198,7 +199,10 @@ export function redisTarget(env: NodeJS.ProcessEnv, Usage: UsageCtor): { redis?:
   if (url === undefined) return {};
   const type = (set(env.REDIS_TYPE) ?? 'single').toLowerCase();
   const list = url.split(',').map((s) => s.trim()).filter(Boolean);
-  if (type === 'cluster') return { cluster: list };
+  if (type === 'cluster') {
+    if (list.length === 0) throw new Usage(`REDIS_URL with REDIS_TYPE=cluster names no node, got ${show(url)}: give host:port,host:port,…`);
+    return { cluster: list };
+  }
   if (type === 'sentinel') {
     if (list.length < 2) throw new Usage(`REDIS_URL with REDIS_TYPE=sentinel must be <master name>,<sentinel host:port>,…, got ${show(redactAddress(url))}`);
     return { master: list[0], sentinels: list.slice(1) };
