@@ -39,3 +39,22 @@ export function redactSecrets(text: string, secrets: readonly (string | undefine
   for (const s of secrets) if (s !== undefined && s.length >= 3) out = out.split(s).join(MASK);
   return out;
 }
+
+/** SCHEME — a URL's `scheme://`. */
+const SCHEME = /^[a-z][a-z0-9+.-]*:\/\//i;
+
+/**
+ * redactAddress — one address as given (a flag's or a variable's whole value, not a message): everything before its
+ * last `@` is credentials, whatever characters they hold — a comma or a space stops redactUrl's word-by-word masking,
+ * and envoy's scheme-less `user:password@host:port` has no scheme for it to find. The user name is kept.
+ * @example redactAddress('app:hun,ter2@10.0.0.1:6379') // 'app:***@10.0.0.1:6379'
+ */
+export function redactAddress(address: string): string {
+  const at = address.lastIndexOf('@');
+  if (at < 0) return address;
+  const head = SCHEME.exec(address)?.[0] ?? '';
+  if (at < head.length) return address;
+  const info = address.slice(head.length, at);
+  const colon = info.indexOf(':');
+  return `${head}${colon < 0 ? '' : info.slice(0, colon + 1)}${MASK}${address.slice(at)}`;
+}

@@ -56,6 +56,7 @@ export function serveOptions(argv: string[], env: NodeJS.ProcessEnv): ServeOptio
   }
   let redis = nonEmpty(f.redis, '--redis');
   let redisCluster = nonEmpty(f['redis-cluster'], '--redis-cluster')?.split(',').map((s) => s.trim()).filter(Boolean);
+  if (redisCluster?.length === 0) throw new ServeUsageError(`--redis-cluster names no node, got ${show(f['redis-cluster'])}: give host:port,host:port,…`);
   const redisConnect = redisFlags(f as Record<string, string | boolean | undefined>, env, ServeUsageError);
   let redisSentinel = redisConnect.sentinels;
   let redisSentinelMaster = redisConnect.sentinelMaster;
@@ -64,6 +65,8 @@ export function serveOptions(argv: string[], env: NodeJS.ProcessEnv): ServeOptio
   if (given.length > 1) throw new ServeUsageError(`give ${given.join(' or ')}, not ${given.length === 2 ? 'both' : 'several'}: one Redis deployment`);
   if (redis === undefined && redisCluster === undefined && redisSentinel === undefined) {
     const t = redisTarget(env, ServeUsageError);
+    // the address came from REDIS_URL: its errors name REDIS_URL, not a flag that was never given
+    if (t.redis !== undefined || t.cluster !== undefined) redisConnect.from.url = 'REDIS_URL';
     redis = t.redis;
     redisCluster = t.cluster;
     redisSentinel = t.sentinels;

@@ -38,7 +38,7 @@ export async function openStore(options: ServeOptions, logger: Logger): Promise<
     const store = memoryStore(options.maxKeys === undefined ? {} : { maxKeys: options.maxKeys });
     return { store, close: async () => store.close(), healthy: () => true, describe: 'memory' };
   }
-  const flag = sentinels !== undefined ? (r.from.sentinels ?? 'REDIS_URL') : cluster !== undefined ? '--redis-cluster' : '--redis';
+  const flag = sentinels !== undefined ? (r.from.sentinels ?? 'REDIS_URL') : (r.from.url ?? (cluster !== undefined ? '--redis-cluster' : '--redis'));
   const plan = redisPlan({ redis: options.redis, cluster, sentinels, master: options.redisSentinelMaster, socketPath: options.redisSocket }, r, flag);
   const ioredis = await import('ioredis').catch(() => {
     throw new RatekeeperError('serve: a Redis store needs the ioredis package: npm install ioredis');

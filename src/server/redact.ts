@@ -4,7 +4,7 @@
  * (src/server/redisOptions.ts describeStore).
  */
 
-import { redactUrl as maskUrl } from '../core/redact.js';
+import { redactAddress } from '../core/redact.js';
 
 /**
  * redactUrl — a Redis URL with its password replaced by `***` (the user name kept: it says which ACL user connects,
@@ -15,8 +15,8 @@ import { redactUrl as maskUrl } from '../core/redact.js';
 export function redactUrl(url: string): string {
   const hasScheme = /^[a-z][a-z0-9+.-]*:\/\//i.test(url);
   if (!hasScheme) return url.includes('@') ? '(a Redis address with credentials, not shown)' : url;
-  // the one masking of URL credentials (src/core/redact.ts), also used by the Redis connection's errors
-  return maskUrl(url);
+  // the whole value is one address: everything before its last @ is masked, a comma or a space in the password too
+  return redactAddress(url);
 }
 
 /** StoreDescription — what the startup line says of the store: the words, and the same as fields. */

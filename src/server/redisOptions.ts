@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs';
 import { rootCertificates, createSecureContext, type ConnectionOptions } from 'node:tls';
 import { X509Certificate } from 'node:crypto';
 import { RatekeeperError, show } from '../core/errors.js';
-import { redactUrl } from '../core/redact.js';
+import { redactAddress, redactUrl } from '../core/redact.js';
 import type { RedisConnectOptions, RedisNode } from '../stores/redis/connect.js';
 import { localFirstFlags } from './localFirstFlags.js';
 
@@ -136,6 +136,7 @@ export function redisFlags(f: Record<string, string | boolean | undefined>, env:
   const sentinels = str('redis-sentinel');
   if (sentinels !== undefined) {
     r.sentinels = sentinels.split(',').map((s) => s.trim()).filter(Boolean);
+    if (r.sentinels.length === 0) throw new Usage(`--redis-sentinel names no Sentinel, got ${show(redactAddress(sentinels))}: give host:port,host:port,…`);
     from.sentinels = '--redis-sentinel';
   }
   const master = str('redis-sentinel-master');
@@ -198,15 +199,18 @@ export function redisTarget(env: NodeJS.ProcessEnv, Usage: UsageCtor): { redis?:
   if (url === undefined) return {};
   const type = (set(env.REDIS_TYPE) ?? 'single').toLowerCase();
   const list = url.split(',').map((s) => s.trim()).filter(Boolean);
-  if (type === 'cluster') return { cluster: list };
+  if (type === 'cluster') {
+    if (list.length === 0) throw new Usage(`REDIS_URL with REDIS_TYPE=cluster names no node, got ${show(url)}: give host:port,host:port,…`);
+    return { cluster: list };
+  }
   if (type === 'sentinel') {
-    if (list.length < 2) throw new Usage(`REDIS_URL with REDIS_TYPE=sentinel must be <master name>,<sentinel host:port>,…, got ${show(redactUrl(url))}`);
+    if (list.length < 2) throw new Usage(`REDIS_URL with REDIS_TYPE=sentinel must be <master name>,<sentinel host:port>,…, got ${show(redactAddress(url))}`);
     return { master: list[0], sentinels: list.slice(1) };
   }
   if (type !== 'single') throw new Usage(`REDIS_TYPE must be single, cluster or sentinel, got ${show(env.REDIS_TYPE)}`);
   const socketType = set(env.REDIS_SOCKET_TYPE)?.toLowerCase();
   if (socketType === 'unix' || (socketType === undefined && url.startsWith('/'))) {
-    if (!url.startsWith('/')) throw new Usage(`REDIS_SOCKET_TYPE=unix needs REDIS_URL to be a socket's path (/…), got ${show(redactUrl(url))}; set REDIS_SOCKET_TYPE=tcp for host:port`);
+    if (!url.startsWith('/')) throw new Usage(`REDIS_SOCKET_TYPE=unix needs REDIS_URL to be a socket's path (/…), got ${show(redactAddress(url))}; set REDIS_SOCKET_TYPE=tcp for host:port`);
     return { socketPath: url };
   }
   return { redis: url };
@@ -227,12 +231,12 @@ export function parseRedisUrl(url: string, flag: string): ParsedUrl {
   try {
     u = new URL(text);
   } catch {
-    throw new RatekeeperError(`serve: ${flag} must be a Redis URL like redis://127.0.0.1:6379, rediss://host:6380 or 127.0.0.1:6379, got ${show(redactUrl(url))}`);
+    throw new RatekeeperError(`serve: ${flag} must be a Redis URL like redis://127.0.0.1:6379, rediss://host:6380 or 127.0.0.1:6379, got ${show(redactAddress(url))}`);
   }
   if (u.protocol !== 'redis:' && u.protocol !== 'rediss:') {
-    throw new RatekeeperError(`serve: ${flag} must use redis:// or rediss:// (TLS), got ${show(redactUrl(url))}`);
+    throw new RatekeeperError(`serve: ${flag} must use redis:// or rediss:// (TLS), got ${show(redactAddress(url))}`);
   }
-  if (u.hostname === '') throw new RatekeeperError(`serve: ${flag} must name a host, got ${show(redactUrl(url))}`);
+  if (u.hostname === '') throw new RatekeeperError(`serve: ${flag} must name a host, got ${show(redactAddress(url))}`);
   const port = u.port === '' ? 6379 : Number(u.port);
   const out: ParsedUrl = { host: u.hostname.replace(/^\[|\]$/g, ''), port, tls: u.protocol === 'rediss:' };
   if (u.username) out.username = decodeURIComponent(u.username);

@@ -234,8 +234,12 @@ function sameCa(a: Buffer | undefined, b: Buffer | undefined): boolean {
   return a === undefined || b === undefined ? a === b : a.equals(b);
 }
 
-/** filesSignature — the signatures of the files (reload.ts's: real path, size, mtime, ctime, inode, mode). */
+/**
+ * filesSignature — the signatures of the files (reload.ts's: real path, size, mtime, ctime, inode, mode); a file that
+ * cannot be looked at (deleted, its directory gone) signs as such, so that it is a change like any other: read once,
+ * its error logged, the previous certificate kept.
+ */
 async function filesSignature(files: TlsFiles): Promise<string> {
-  const parts = await Promise.all([files.cert, files.key, files.clientCa].map((p) => (p === undefined ? '' : signature(p))));
+  const parts = await Promise.all([files.cert, files.key, files.clientCa].map((p) => (p === undefined ? '' : signature(p).catch((e: NodeJS.ErrnoException) => `unreadable ${p} ${e.code ?? e.message}`))));
   return parts.join('\n');
 }

@@ -1,7 +1,7 @@
 /** redactUrl / redactSecrets — credentials never shown: a table of texts and what may be shown of them. */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { redactSecrets, redactUrl } from '../../src/core/redact.js';
+import { redactAddress, redactSecrets, redactUrl } from '../../src/core/redact.js';
 
 test('redactUrl: the password of every URL in a text is masked; users, hosts and the rest stay', () => {
   const rows: [string, string][] = [
@@ -22,4 +22,16 @@ test('redactUrl: the password of every URL in a text is masked; users, hosts and
 test('redactSecrets: known passwords are masked wherever they appear, short ones only inside URLs', () => {
   assert.equal(redactSecrets('AUTH failed for sekret-pw (redis://u:sekret-pw@h)', ['sekret-pw']), 'AUTH failed for *** (redis://u:***@h)');
   assert.equal(redactSecrets('a b c', ['a', undefined]), 'a b c');
+});
+
+test('redactAddress: one whole address, everything before its last @ masked but the user, with or without a scheme', () => {
+  const rows: [string, string][] = [
+    ['app:hunter2@10.0.0.1:6379', 'app:***@10.0.0.1:6379'],
+    ['hunter2@h:1', '***@h:1'],
+    ['redis://app:hun,ter 2@h:1/0', 'redis://app:***@h:1/0'],
+    ['rediss://:p@ss@h:1', 'rediss://:***@h:1'],
+    ['127.0.0.1:6379', '127.0.0.1:6379'],
+    ['redis://h:6379', 'redis://h:6379'],
+  ];
+  for (const [text, shown] of rows) assert.equal(redactAddress(text), shown, text);
 });

@@ -11,6 +11,8 @@ import { SERVE_HELP } from '../../src/server/serveHelp.js';
 import { describeStore, goDuration, parseRedisUrl, redisPlan, splitAuth } from '../../src/server/redisOptions.js';
 import type { ServeOptions } from '../../src/server/serve.js';
 import { redisStore } from '../../src/stores/redis/index.js';
+import { run } from './procs.js';
+import { configFile } from './support.js';
 
 const base = ['--config', 'c.yaml'];
 function opts(argv: string[], env: NodeJS.ProcessEnv = {}): ServeOptions {
@@ -133,4 +135,14 @@ test('the help names every Redis flag and variable', () => {
     'REDIS_TLS_CLIENT_CERT', 'REDIS_TLS_CLIENT_KEY', 'REDIS_TLS_SKIP_HOSTNAME_VERIFICATION', 'REDIS_TIMEOUT', 'rediss://']) {
     assert.ok(SERVE_HELP.includes(name), name);
   }
+});
+
+test('a node list that names no node (--redis-cluster ",", --redis-sentinel " , ", REDIS_URL="," with REDIS_TYPE=cluster) is a usage error naming it, not the memory store', async () => {
+  assert.throws(() => opts(['--redis-cluster', ',']), /--redis-cluster names no node/);
+  assert.throws(() => opts(['--redis-sentinel', ' , ', '--redis-sentinel-master', 'm']), /--redis-sentinel names no Sentinel/);
+  assert.throws(() => opts([], { REDIS_TYPE: 'cluster', REDIS_URL: ' , ' }), /REDIS_URL with REDIS_TYPE=cluster names no node/);
+  const r = await run(['serve', '--config', configFile('domain: d\n'), '--port', '0', '--grpc-port', '0', '--admin-port', 'off', '--redis-cluster', ',']);
+  assert.equal(r.code, 2, r.stderr);
+  assert.match(r.stderr, /--redis-cluster names no node/);
+  assert.doesNotMatch(r.stderr, /store: memory/);
 });

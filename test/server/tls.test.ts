@@ -8,7 +8,8 @@
  */
 import { test, before } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdirSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import * as https from 'node:https';
 import * as tls from 'node:tls';
@@ -289,6 +290,57 @@ test('rotation: after a Kubernetes symlink swap new connections get the new cert
   } finally {
     agent.destroy();
     old.close();
+    await s.close();
+  }
+});
+
+test('mTLS: an expired client certificate of the trusted CA is refused on every listener, the admin too', { timeout: 30_000 }, async () => {
+  const dir = tempDir('rk-expired-');
+  writeFileSync(join(dir, 'ext'), 'extendedKeyUsage=clientAuth\nsubjectAltName=DNS:envoy.internal\n');
+  execFileSync('openssl', ['req', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', 'c.key', '-out', 'c.csr', '-subj', '/CN=expired'], { cwd: dir, stdio: 'ignore' });
+  execFileSync('openssl', ['x509', '-req', '-in', 'c.csr', '-CA', certs.ca.cert, '-CAkey', certs.ca.key, '-set_serial', '0x7e7e', '-days', '-1', '-out', 'c.crt', '-extfile', 'ext'], { cwd: dir, stdio: 'ignore' });
+  const expired: Pem = { cert: join(dir, 'c.crt'), key: join(dir, 'c.key'), certPem: readFileSync(join(dir, 'c.crt')), keyPem: readFileSync(join(dir, 'c.key')) };
+  const files = { cert: serverA.cert, key: serverA.key, clientCa: certs.ca.cert };
+  const s = await startService({ ...base, config: configFile(CONFIG), tls: { http: files, grpc: files, admin: files } });
+  try {
+    const adminPort = Number(new URL(s.adminUrl!).port);
+    for (const port of [s.httpPort!, adminPort]) {
+      assert.equal(await handshake(port, goodClient), serial('a1a1'));
+      await assert.rejects(handshake(port, expired), /expired|refused|ECONNRESET|alert/i, `port ${port}`);
+    }
+    const rls = rlsTls(s.grpcPort!, expired);
+    try {
+      await assert.rejects(rls.call(), (e: grpc.ServiceError) => e.code === grpc.status.UNAVAILABLE);
+    } finally {
+      rls.close();
+    }
+  } finally {
+    await s.close();
+  }
+});
+
+test('rotation: files deleted keep the certificate in force and say so once, naming the file; files put back are read', { timeout: 30_000 }, async () => {
+  const dir = tempDir('rk-deleted-');
+  const files = { cert: join(dir, 'tls.crt'), key: join(dir, 'tls.key'), flags: { cert: '--tls-cert', key: '--tls-key' } };
+  writeFileSync(files.cert, serverA.certPem);
+  writeFileSync(files.key, serverA.keyPem);
+  const logs: string[] = [];
+  const s = await startService({ ...base, config: configFile(CONFIG), tls: { http: files }, log: (l) => logs.push(l) });
+  try {
+    rmSync(files.cert);
+    rmSync(files.key);
+    await until('the deletion logged', 5000, async () => (logs.some((l) => /tls: the http listener: the changed files are not usable, the previous certificate keeps serving \(CN=server-a.*--tls-(cert|key) .*tls\.(crt|key): cannot read it \[ENOENT\]/.test(l)) ? true : undefined));
+    assert.equal((await get(s.httpPort!, '/healthcheck')).serial, serial('a1a1'));
+    await new Promise((r) => setTimeout(r, 500));
+    assert.equal(logs.filter((l) => /cannot read it \[ENOENT\]/.test(l)).length, 1, `said once:\n${logs.join('\n')}`);
+    // a half-written certificate first: refused and logged, A keeps serving; then the whole one is read
+    writeFileSync(files.key, serverB.keyPem);
+    writeFileSync(files.cert, serverB.certPem.subarray(0, 100));
+    await until('the half-written file logged', 5000, async () => (logs.some((l) => /--tls-cert .*tls\.crt: is not a certificate/.test(l)) ? true : undefined));
+    assert.equal((await get(s.httpPort!, '/healthcheck')).serial, serial('a1a1'));
+    writeFileSync(files.cert, serverB.certPem);
+    await until('B in force', 5000, async () => ((await get(s.httpPort!, '/healthcheck')).serial === serial('b2b2') ? true : undefined));
+  } finally {
     await s.close();
   }
 });
