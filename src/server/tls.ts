@@ -44,6 +44,18 @@ export interface TlsMaterial {
   fingerprint: string;
   subject: string;
   validTo: string;
+  /** validFrom — the leaf certificate's start (its text, as validTo's). */
+  validFrom: string;
+}
+
+/**
+ * outOfDate — why a certificate is not valid at `now` (ms since the epoch): expired, or not valid yet; undefined
+ * when it is. A client refuses such a certificate at every handshake.
+ */
+export function outOfDate(m: TlsMaterial, now = Date.now()): string | undefined {
+  if (Date.parse(m.validTo) < now) return `it expired on ${m.validTo}`;
+  if (Date.parse(m.validFrom) > now) return `it is not valid before ${m.validFrom}`;
+  return undefined;
 }
 
 /** PEM_CERT — one PEM certificate block. */
@@ -101,7 +113,7 @@ export async function readTls(files: TlsFiles): Promise<TlsMaterial> {
   } catch (e) {
     throw new RatekeeperError(`serve: ${label(files, 'cert')} with ${label(files, 'key')}: node cannot make a TLS context of them: ${(e as Error).message}`);
   }
-  return { cert, key, ca, serial: leaf.serialNumber, fingerprint: leaf.fingerprint256, subject: leaf.subject.replace(/\n/g, ', '), validTo: leaf.validTo };
+  return { cert, key, ca, serial: leaf.serialNumber, fingerprint: leaf.fingerprint256, subject: leaf.subject.replace(/\n/g, ', '), validTo: leaf.validTo, validFrom: leaf.validFrom };
 }
 
 /** describeCert — one line naming a certificate for the logs. */
@@ -172,6 +184,8 @@ export class TlsSource {
     const sig = await filesSignature(files).catch(() => '');
     const s = new TlsSource(name, files, await readTls(files), options);
     s.last = sig;
+    const stale = outOfDate(s.current);
+    if (stale !== undefined) options.log(`ratekeeper: tls: ${name}: warning: the certificate of ${label(files, 'cert')} is out of date (${stale}): clients will refuse it (${describeCert(s.current)})`);
     s.timer = setInterval(() => void s.look(), options.pollMs ?? 1000);
     s.timer.unref();
     return s;
@@ -207,6 +221,13 @@ export class TlsSource {
         return;
       }
       if (next.cert.equals(this.current.cert) && next.key.equals(this.current.key) && sameCa(next.ca, this.current.ca)) return;
+      // a certificate clients would refuse replaces one they accept: not put in force (one they refuse already is replaced)
+      const stale = outOfDate(next);
+      if (stale !== undefined && outOfDate(this.current) === undefined) {
+        this.failures++;
+        this.options.log(`ratekeeper: tls: ${this.name}: the new certificate of ${label(this.files, 'cert')} is out of date (${stale}), the previous certificate keeps serving (${describeCert(this.current)})`);
+        return;
+      }
       this.current = next;
       this.reloads++;
       for (const fn of this.listeners) {

@@ -345,6 +345,34 @@ test('rotation: files deleted keep the certificate in force and say so once, nam
   }
 });
 
+test('rotation: an expired certificate is not put in force over a valid one (logged, naming the file and the date); started with one, a warning', { timeout: 30_000 }, async () => {
+  const expired = certs.server('server-expired', 'e0e0', -1);
+  const dir = tempDir('rk-expired-rotation-');
+  const files = { cert: join(dir, 'tls.crt'), key: join(dir, 'tls.key'), flags: { cert: '--tls-cert', key: '--tls-key' } };
+  writeFileSync(files.cert, serverA.certPem);
+  writeFileSync(files.key, serverA.keyPem);
+  const logs: string[] = [];
+  const s = await startService({ ...base, config: configFile(CONFIG), tls: { http: files }, log: (l) => logs.push(l) });
+  try {
+    writeFileSync(files.key, expired.keyPem);
+    writeFileSync(files.cert, expired.certPem);
+    await until('the expired rotation logged', 5000, async () => (logs.some((l) => /tls: the http listener: the new certificate of --tls-cert .*tls\.crt is out of date \(it expired on .*\), the previous certificate keeps serving \(CN=server-a/.test(l)) ? true : undefined));
+    assert.equal((await get(s.httpPort!, '/healthcheck')).serial, serial('a1a1'), 'A kept');
+    writeFileSync(files.key, serverB.keyPem);
+    writeFileSync(files.cert, serverB.certPem);
+    await until('B in force', 5000, async () => ((await get(s.httpPort!, '/healthcheck')).serial === serial('b2b2') ? true : undefined));
+  } finally {
+    await s.close();
+  }
+  const started: string[] = [];
+  const t = await startService({ ...base, config: configFile(CONFIG), tls: { http: { cert: expired.cert, key: expired.key } }, log: (l) => started.push(l) });
+  try {
+    assert.ok(started.some((l) => /tls: the http listener: warning: the certificate of .*server-expired\.crt is out of date \(it expired on .*\): clients will refuse it/.test(l)), started.join('\n'));
+  } finally {
+    await t.close();
+  }
+});
+
 test('a connection that never finishes its TLS handshake is closed after the request timeout, on every listener', { timeout: 30_000 }, async () => {
   const files = { cert: serverA.cert, key: serverA.key };
   const s = await startService({ ...base, requestTimeout: 400, config: configFile(CONFIG), tls: { http: files, grpc: files, admin: files }, log: () => undefined });

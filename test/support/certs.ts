@@ -23,8 +23,8 @@ export interface Certs {
   ca: Pem;
   /** otherCa — a CA the service does not trust. */
   otherCa: Pem;
-  /** server — a server certificate for 127.0.0.1 and localhost with serial `serial` (hex digits). */
-  server(name: string, serial: string): Pem;
+  /** server — a server certificate for 127.0.0.1 and localhost with serial `serial` (hex digits), valid `days` from now (-1: expired yesterday). */
+  server(name: string, serial: string, days?: number): Pem;
   /** client — a client certificate signed by `by` (default: ca) naming `san` (a DNS subjectAltName). */
   client(name: string, san: string, by?: Pem): Pem;
   /** leaf — any certificate signed by the CA, with its extensions as openssl's -extfile text. */
@@ -48,10 +48,10 @@ function makeCa(dir: string, name: string): Pem {
   return pem(dir, name);
 }
 
-function signed(dir: string, name: string, by: Pem, serial: string, ext: string): Pem {
+function signed(dir: string, name: string, by: Pem, serial: string, ext: string, days = 2): Pem {
   writeFileSync(join(dir, `${name}.ext`), ext);
   openssl(['req', ...EC, '-keyout', `${name}.key`, '-out', `${name}.csr`, '-subj', `/CN=${name}`], dir);
-  openssl(['x509', '-req', '-in', `${name}.csr`, '-CA', by.cert, '-CAkey', by.key, '-set_serial', `0x${serial}`, '-days', '2', '-out', `${name}.crt`, '-extfile', `${name}.ext`], dir);
+  openssl(['x509', '-req', '-in', `${name}.csr`, '-CA', by.cert, '-CAkey', by.key, '-set_serial', `0x${serial}`, '-days', String(days), '-out', `${name}.crt`, '-extfile', `${name}.ext`], dir);
   return pem(dir, name);
 }
 
@@ -64,7 +64,7 @@ export function makeCerts(): Certs {
   const otherCa = makeCa(dir, 'rk-other-ca');
   return {
     dir, ca, otherCa,
-    server: (name, serial) => signed(dir, name, ca, serial, 'subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n'),
+    server: (name, serial, days) => signed(dir, name, ca, serial, 'subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n', days),
     client: (name, san, by = ca) => signed(dir, name, by, (serials++).toString(16), `subjectAltName=DNS:${san}\nextendedKeyUsage=clientAuth\n`),
     leaf: (name, ext) => signed(dir, name, ca, (serials++).toString(16), ext),
   };
