@@ -217,7 +217,9 @@ describe('clients of a slot mid-migration', () => {
   test('a fresh client and one with a value but no sequence hash: decided by the exact mode (TRYAGAIN), not refused; local again after', async () => {
     const prefix = uniquePrefix('mid');
     const rule = rules.fixedWindow({ limit: 3, per: '1h' });
-    const store = redisStore({ client: connect(), prefix, timeout: 2000, localFirst: { maxUnsynced: M, flushEvery: '20ms' } }) as RedisStore;
+    // flushEvery 200 ms: a copy fetched is fresh for the checks right after it even on a loaded machine (at 20 ms a
+    // slow round trip left it stale at once, and the second check fetched again)
+    const store = redisStore({ client: connect(), prefix, timeout: 2000, localFirst: { maxUnsynced: M, flushEvery: '200ms' } }) as RedisStore;
     const lim = limiter({ rules: [rule], store });
     const exact = limiter({ rules: [rule], store: redisStore({ client: clients[0], prefix }) });
     const bound = store.attach(lim.policy) as RedisBound;
