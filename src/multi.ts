@@ -142,9 +142,12 @@ function allSync(parts: readonly Part[]): boolean {
 function prepare(items: readonly CheckAllItem[], options: CheckAllOptions | undefined, trusted: boolean): Plan {
   if (!Array.isArray(items) || items.length === 0) throw new RatekeeperError(`checkAll takes a non-empty array of { limiter, key, cost? }, got ${show(items)}`, 'ERR_ARGUMENT');
   const n = items.length;
-  const parts: Part[] = [];
+  // one part per distinct state, at most one per item: arrays of that length (no backing store grown by push), cut
+  // to the count when items merged
+  const parts = new Array<Part>(n);
   const of = new Array<number>(n);
-  const limiters: Combinable[] = [];
+  const limiters = new Array<Combinable>(n);
+  let m = 0;
   let store: Store | undefined;
   let caches = false;
   for (let i = 0; i < n; i++) {
@@ -169,18 +172,22 @@ function prepare(items: readonly CheckAllItem[], options: CheckAllOptions | unde
     if (lim.cachesDenials) caches = true;
     let j = -1;
     if (n <= 8) {
-      for (let k = 0; k < parts.length; k++) if (parts[k].bound === bound && parts[k].key === key) j = k;
+      for (let k = 0; k < m; k++) if (parts[k].bound === bound && parts[k].key === key) j = k;
     } else {
-      j = parts.findIndex((p) => p.bound === bound && p.key === key);
+      for (let k = 0; k < m && j < 0; k++) if (parts[k].bound === bound && parts[k].key === key) j = k;
     }
     if (j >= 0) {
       parts[j].cost += cost;
       of[i] = j;
     } else {
-      of[i] = parts.length;
-      parts.push({ bound, key, cost });
-      limiters.push(lim);
+      of[i] = m;
+      parts[m] = { bound, key, cost };
+      limiters[m++] = lim;
     }
+  }
+  if (m < n) {
+    parts.length = m;
+    limiters.length = m;
   }
   if (store === undefined || store.evaluateAll === undefined) {
     for (let k = 0; k < parts.length; k++) {

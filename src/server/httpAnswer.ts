@@ -196,13 +196,27 @@ function decisionText(d: Decision): string {
   const rules = d.rules;
   for (let i = 0; i < rules.length; i++) {
     const r = rules[i];
-    s += `${i === 0 ? '' : ','}{"name":${JSON.stringify(r.name)},"algorithm":"${r.algorithm}","allowed":${r.allowed},"limit":${r.limit},"remaining":${r.remaining},"retryAfter":${r.retryAfter},"resetAfter":${r.resetAfter}`;
+    s += `${i === 0 ? '' : ','}{"name":${nameJson(r.name)},"algorithm":"${r.algorithm}","allowed":${r.allowed},"limit":${r.limit},"remaining":${r.remaining},"retryAfter":${r.retryAfter},"resetAfter":${r.resetAfter}`;
     if (r.rate !== undefined) s += `,"rate":${r.rate}`;
     if (r.delay !== undefined) s += `,"delay":${r.delay}`;
     s += '}';
   }
   return `${s}]}`;
 }
+
+/**
+ * nameJson — JSON.stringify(name): a rule's name, the same string in every decision of its policy, written once and
+ * given back while the same name comes (a one-entry cache: the text depends on the name's characters only).
+ */
+function nameJson(name: string): string {
+  if (name !== lastName) {
+    lastNameJson = JSON.stringify(name);
+    lastName = name;
+  }
+  return lastNameJson;
+}
+let lastName = '';
+let lastNameJson = '""';
 
 /** send — an answer of `status` with a body of `type` (and its Content-Length); nothing when one was already sent. */
 export function send(res: ServerResponse, status: number, type: string, body: string): void {

@@ -74,7 +74,9 @@ export function plan(req: RlsRequest, cfg: ServiceConfig | undefined, limits: Re
   const domain = req.domain!;
   const base = requestCost(req);
   const statuses = new Array<RlsStatus>(descriptors.length);
-  const items: Item[] = [];
+  // at most one item per descriptor: an array of that length (no backing store grown by push), cut to the count
+  const items = new Array<Item>(descriptors.length);
+  let count = 0;
   /** total — the items' summed cost: past MAX_AMOUNT, some state may be asked for more than a cost can be. */
   let total = 0;
   let replacing: Set<string> | undefined;
@@ -132,8 +134,9 @@ export function plan(req: RlsRequest, cfg: ServiceConfig | undefined, limits: Re
     // an own limit matches a descriptor of no entries too, whose client key is then empty (a configured one never does)
     if (m.client.length === 0) throw new BadRequest(`descriptors[${i}].entries`, `must not be empty when the descriptor carries its own limit: its entries are the client's key`);
     total += cost;
-    items.push({ index: i, spec, rt, limiter: rt.limiter, key: m.client, cost, report: currentLimitOf(spec), metricKey: m.metricKey, fromRequest, own: o !== undefined });
+    items[count++] = { index: i, spec, rt, limiter: rt.limiter, key: m.client, cost, report: currentLimitOf(spec), metricKey: m.metricKey, fromRequest, own: o !== undefined };
   }
+  if (count < items.length) items.length = count;
   if (total > MAX_AMOUNT) checkTotals(items);
   // filter: the limits another matched limit replaces are answered OK, undecided
   const live = replacing === undefined ? items : withoutReplaced(items, denied, replacing, statuses);
