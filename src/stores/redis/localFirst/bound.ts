@@ -367,6 +367,9 @@ export class LocalBound extends RedisBound {
 
   /** soon — syncs `key` at the end of this tick, with every other client due then (one batch). */
   private soon(key: string): void {
+    // in one queue only: a key in both (the timer's, held behind the window, and now urgent) went into one call twice,
+    // its second flight (an empty fetch) replacing the first, whose charges were then never sent
+    this.later.delete(key);
     this.urgent.add(key);
     if (!this.scheduled) {
       this.scheduled = true;
@@ -399,7 +402,7 @@ export class LocalBound extends RedisBound {
         break;
       }
       this.due.delete(k);
-      this.later.add(k);
+      if (!this.urgent.has(k)) this.later.add(k);
     }
     this.flushNow();
   }
