@@ -319,13 +319,19 @@ test('mTLS: an expired client certificate of the trusted CA is refused on every 
   }
 });
 
-test('rotation: files deleted keep the certificate in force and say so once, naming the file; files put back are read', { timeout: 30_000 }, async () => {
-  const dir = tempDir('rk-deleted-');
+/** serveFromFiles — the service with its HTTP listener on certificate A, from plain files in a new directory (flags named), its log kept. */
+async function serveFromFiles(prefix: string) {
+  const dir = tempDir(prefix);
   const files = { cert: join(dir, 'tls.crt'), key: join(dir, 'tls.key'), flags: { cert: '--tls-cert', key: '--tls-key' } };
   writeFileSync(files.cert, serverA.certPem);
   writeFileSync(files.key, serverA.keyPem);
   const logs: string[] = [];
   const s = await startService({ ...base, config: configFile(CONFIG), tls: { http: files }, log: (l) => logs.push(l) });
+  return { files, logs, s };
+}
+
+test('rotation: files deleted keep the certificate in force and say so once, naming the file; files put back are read', { timeout: 30_000 }, async () => {
+  const { files, logs, s } = await serveFromFiles('rk-deleted-');
   try {
     rmSync(files.cert);
     rmSync(files.key);
@@ -347,12 +353,7 @@ test('rotation: files deleted keep the certificate in force and say so once, nam
 
 test('rotation: an expired certificate is not put in force over a valid one (logged, naming the file and the date); started with one, a warning', { timeout: 30_000 }, async () => {
   const expired = certs.server('server-expired', 'e0e0', -1);
-  const dir = tempDir('rk-expired-rotation-');
-  const files = { cert: join(dir, 'tls.crt'), key: join(dir, 'tls.key'), flags: { cert: '--tls-cert', key: '--tls-key' } };
-  writeFileSync(files.cert, serverA.certPem);
-  writeFileSync(files.key, serverA.keyPem);
-  const logs: string[] = [];
-  const s = await startService({ ...base, config: configFile(CONFIG), tls: { http: files }, log: (l) => logs.push(l) });
+  const { files, logs, s } = await serveFromFiles('rk-expired-rotation-');
   try {
     writeFileSync(files.key, expired.keyPem);
     writeFileSync(files.cert, expired.certPem);
